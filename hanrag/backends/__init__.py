@@ -1,0 +1,1 @@
+"""Where an index lives: the embedded snapshot store or a remote engine (Milvus)."""

@@ -1,0 +1,187 @@
+"""Records passed between pipeline stages.
+
+Every record is a frozen dataclass: a stage receives records, never mutates them,
+and hands new ones on. ``to_dict``/``from_dict`` give the JSON form used on disk
+(chunks.jsonl, findings in ``--json`` output, the HTTP API).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "info"]
+Provenance = Literal["human", "ai-draft"]
+Lang = Literal["ko", "zh", "en"]
+
+
+def _to_jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+class _Record:
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):  # noqa: ANN206 - returns cls
+        kwargs: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if f.name not in data:
+                continue
+            value = data[f.name]
+            if isinstance(value, list):
+                value = tuple(value)
+            kwargs[f.name] = value
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class Finding(_Record):
+    """One problem or observation about one input (a file, a page, a config)."""
+
+    path: str
+    severity: Severity
+    code: str  # short stable identifier, e.g. "no-source", "binary-file"
+    message: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Document(_Record):
+    """A source document after reading, before chunking.
+
+    ``doc_id`` is stable across runs: the path relative to the corpus root (with
+    ``/`` separators), or ``confluence:<page id>`` and the like for connectors.
+    ``text`` is the body without front matter; offsets of chunks point into it.
+    """
+
+    doc_id: str
+    path: str
+    title: str
+    text: str
+    sources: tuple[str, ...] = ()
+    tier: int = 0
+    provenance: Provenance = "human"
+    author: str | None = None
+    version: str | None = None
+    modified: str | None = None
+    labels: tuple[str, ...] = ()
+    # extra connector metadata (page id, space, url, ...); JSON-serialisable values only
+    meta: dict[str, Any] = field(default_factory=dict)
+    # PDF and similar: character offset in ``text`` where each page starts (page 1 first)
+    page_starts: tuple[int, ...] = ()
+
+    @property
+    def source(self) -> str:
+        return self.sources[0] if self.sources else ""
+
+
+@dataclass(frozen=True)
+class Chunk(_Record):
+    """A piece of one document section, the unit that is indexed and returned."""
+
+    chunk_id: str
+    doc_id: str
+    text: str
+    start: int  # character offsets into Document.text
+    end: int
+    source: str = ""
+    path: str = ""
+    title: str = ""
+    tier: int = 0
+    provenance: Provenance = "human"
+    lang: Lang = "en"
+    headings: tuple[str, ...] = ()
+    section: int = 0  # index of the atomic section within the document
+    labels: tuple[str, ...] = ()
+    page: int | None = None
+
+
+@dataclass(frozen=True)
+class QueryPlan(_Record):
+    """What the search pipeline decided about a query before retrieving anything."""
+
+    query: str
+    lang: Lang
+    hanja_ratio: float
+    terms: tuple[str, ...]  # domain terms found, longest-first, non-overlapping
+    tokens: tuple[str, ...]  # the query's own tokens
+    expansions: tuple[tuple[str, float], ...]  # (token, weight) added by lexicons/readings
+    bm25_weight: float
+    dense_weight: float
+    rule: str  # name of the adaptive rule that chose the weights
+    mode: Literal["hybrid", "bm25", "dense"] = "hybrid"
+
+
+@dataclass(frozen=True)
+class Explanation(_Record):
+    """Every number behind one hit's final score."""
+
+    bm25_raw: float | None
+    bm25_norm: float | None
+    dense_raw: float | None
+    dense_norm: float | None
+    bm25_weight: float
+    dense_weight: float
+    rule: str
+    fusion: str
+    fused: float
+    rerank: float | None
+    penalty: float  # multiplicative diversity factor, 1.0 = none
+    final: float
+    matched_tokens: tuple[str, ...] = ()
+    matched_expansions: tuple[str, ...] = ()
+    found_by: tuple[str, ...] = ()  # "bm25", "dense"
+
+
+@dataclass(frozen=True)
+class Hit(_Record):
+    chunk: Chunk
+    score: float
+    rank: int
+    also_in: tuple[str, ...] = ()  # sources of near-duplicate chunks folded into this hit
+    explanation: Explanation | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk": self.chunk.to_dict(),
+            "score": self.score,
+            "rank": self.rank,
+            "also_in": list(self.also_in),
+            "explanation": self.explanation.to_dict() if self.explanation else None,
+        }
+
+
+@dataclass(frozen=True)
+class Filters(_Record):
+    """Metadata filters, applied before top-K (never after)."""
+
+    lang: tuple[str, ...] = ()
+    tier: tuple[int, ...] = ()
+    provenance: tuple[str, ...] = ()
+    source_glob: str = ""
+    labels: tuple[str, ...] = ()  # a chunk must carry all of them
+
+    def is_empty(self) -> bool:
+        return not (self.lang or self.tier or self.provenance or self.source_glob or self.labels)
+
+    def accepts(self, chunk: Chunk) -> bool:
+        import fnmatch
+
+        if self.lang and chunk.lang not in self.lang:
+            return False
+        if self.tier and chunk.tier not in self.tier:
+            return False
+        if self.provenance and chunk.provenance not in self.provenance:
+            return False
+        if self.source_glob and not (
+            fnmatch.fnmatch(chunk.source, self.source_glob) or fnmatch.fnmatch(chunk.path, self.source_glob)
+        ):
+            return False
+        return all(label in chunk.labels for label in self.labels)
