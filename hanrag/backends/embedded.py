@@ -1,0 +1,101 @@
+"""The embedded backend: the search pipeline's IndexBackend over a local snapshot.
+
+Filters become a boolean mask applied before top-k (never after), and near-duplicate
+rows are masked out of both retrievers: their kept copy is returned instead and
+lists their sources via :meth:`duplicates_of`.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hanrag.index import dense
+from hanrag.index.snapshot import Snapshot, open_snapshot
+from hanrag.records import Chunk, Filters
+
+
+class EmbeddedBackend:
+    name = "embedded"
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self._masks: OrderedDict[Filters, np.ndarray] = OrderedDict()
+
+    @classmethod
+    def open(cls, index_dir: str | Path, *, verify: bool = True) -> EmbeddedBackend:
+        return cls(open_snapshot(index_dir, verify=verify))
+
+    def manifest(self) -> dict[str, Any]:
+        return self.snapshot.manifest
+
+    def count(self) -> int:
+        return len(self.snapshot)
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        return [self.snapshot.chunks[r] for r in self.snapshot.rows(chunk_ids)]
+
+    def doc_chunks(self, doc_id: str) -> list[Chunk]:
+        return [self.snapshot.chunks[r] for r in self.snapshot.doc_rows.get(doc_id, [])]
+
+    def mask(self, filters: Filters | None) -> np.ndarray:
+        """Rows a search may return: kept (not a near-duplicate) and accepted by the filters. Cached per filter."""
+        key = filters if filters is not None and not filters.is_empty() else Filters()
+        hit = self._masks.get(key)
+        if hit is not None:
+            self._masks.move_to_end(key)
+            return hit
+        m = self.snapshot.kept.copy()
+        if not key.is_empty():
+            m &= np.fromiter((key.accepts(c) for c in self.snapshot.chunks), dtype=bool, count=len(self.snapshot))
+        self._masks[key] = m
+        if len(self._masks) > 64:
+            self._masks.popitem(last=False)
+        return m
+
+    def _ids(self, rows: np.ndarray, scores: np.ndarray) -> list[tuple[str, float]]:
+        chunks = self.snapshot.chunks
+        return [(chunks[int(r)].chunk_id, float(s)) for r, s in zip(rows, scores, strict=True)]
+
+    def sparse_search(
+        self, query: Mapping[str, float], k: int, filters: Filters | None = None
+    ) -> list[tuple[str, float]]:
+        if not query or k <= 0:
+            return []
+        rows, scores = self.snapshot.sparse.top_k(query, k, mask=self.mask(filters))
+        rows, scores = np.asarray(rows), np.asarray(scores)
+        keep = scores > 0  # a BM25 score of 0 means no query token matched
+        return self._ids(rows[keep], scores[keep])
+
+    def sparse_scores(self, query: Mapping[str, float], chunk_ids: Sequence[str]) -> np.ndarray:
+        rows = self.snapshot.rows(chunk_ids)
+        if not query or rows.size == 0:
+            return np.zeros(rows.size, np.float32)
+        return np.asarray(self.snapshot.sparse.scores(query), dtype=np.float32)[rows]
+
+    def dense_search(self, qvec: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        rows, scores = dense.top_k(self.snapshot.embeddings, qvec, k, mask=self.mask(filters))
+        return self._ids(rows, scores)
+
+    def dense_scores(self, qvec: np.ndarray, chunk_ids: Sequence[str]) -> np.ndarray:
+        rows = self.snapshot.rows(chunk_ids)
+        if rows.size == 0:
+            return np.zeros(0, np.float32)
+        q = np.asarray(qvec, dtype=np.float32).reshape(-1)
+        return np.asarray(self.snapshot.embeddings[rows] @ q, dtype=np.float32)
+
+    def duplicates_of(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        out = {}
+        for cid in chunk_ids:
+            row = self.snapshot.row_of.get(cid)
+            if row is not None:
+                also = self.snapshot.also_in(row)
+                if also:
+                    out[cid] = also
+        return out

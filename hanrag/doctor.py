@@ -1,0 +1,133 @@
+"""``hanrag doctor INDEX``: check the configuration against the index and the models.
+
+Each problem comes with its fix. The checks are the mistakes the reference system
+made silently: an embedder that cuts chunks (max_seq_length below the chunk size in
+tokens, or above what the model can take), a model other than the one the index was
+built with, lexicons that do not exist, a reranker that cannot be loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from hanrag.config import Config
+
+
+@dataclass(frozen=True)
+class Problem:
+    severity: str  # "error" | "warning"
+    code: str
+    message: str
+    fix: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _index_checks(index_dir: Path, cfg: Config, problems: list[Problem]) -> dict[str, Any] | None:
+    from hanrag.index.snapshot import open_snapshot
+    from hanrag.index.store import IndexLoadError
+
+    try:
+        snap = open_snapshot(index_dir)
+    except IndexLoadError as exc:
+        fix = f"rebuild: hanrag build CORPUS --index {index_dir}"
+        problems.append(Problem("error", "index-unreadable", str(exc), fix))
+        return None
+    manifest = snap.manifest
+    tok = manifest.get("tokens") or {}
+    if tok.get("over_max"):
+        cut = f", {tok.get('cut_share', 0):.0%} of their tokens cut" if tok.get("truncates") else " (windowed)"
+        problems.append(
+            Problem(
+                "warning" if not tok.get("truncates") else "error",
+                "chunks-over-max-tokens",
+                f"{tok['over_max']} chunks exceed the embedder's {tok.get('max_tokens')} tokens "
+                f"(p95 {tok.get('p95')}, max {tok.get('max')}){cut}",
+                "lower chunking.chunk_size, or raise embedder.max_seq_length up to the model's limit, then rebuild",
+            )
+        )
+    built_cfg = manifest.get("config") or {}
+    if built_cfg.get("chunking") and built_cfg["chunking"] != asdict(cfg.chunking):
+        problems.append(
+            Problem("warning", "chunking-changed",
+                    "the [chunking] config differs from the one the index was built with",
+                    "rebuild the index so search and index agree")
+        )
+    return manifest
+
+
+def _embedder_checks(cfg: Config, manifest: dict[str, Any] | None, problems: list[Problem]) -> None:
+    from hanrag.embed import EmbedderError, EmbedderMismatchError, check_embedder, load_embedder
+
+    try:
+        embedder = load_embedder(cfg.embedder)
+    except EmbedderError as exc:
+        problems.append(Problem("error", "embedder-unloadable", str(exc), "fix the [embedder] section of the config"))
+        return
+    positions = getattr(embedder, "max_positions", 0)
+    if positions and cfg.embedder.max_seq_length < positions and manifest and (manifest.get("tokens") or {}).get(
+        "over_max"
+    ):
+        problems.append(
+            Problem("warning", "max-seq-length-low",
+                    f"embedder.max_seq_length = {cfg.embedder.max_seq_length} but the model takes {positions} tokens",
+                    f"set embedder.max_seq_length = {positions} and rebuild")
+        )
+    # chunk size in tokens: a chunk of chunk_size characters of dense CJK text is about that many tokens
+    estimate = embedder.count_tokens("가" * cfg.chunking.chunk_size)
+    if embedder.truncates and estimate > embedder.max_tokens:
+        problems.append(
+            Problem("warning", "chunk-size-over-max-tokens",
+                    f"a {cfg.chunking.chunk_size}-character Korean chunk is about {estimate} tokens, over the "
+                    f"embedder's {embedder.max_tokens}",
+                    "lower chunking.chunk_size or raise embedder.max_seq_length")
+        )
+    if manifest is not None:
+        try:
+            check_embedder(manifest, embedder)
+        except EmbedderMismatchError as exc:
+            problems.append(Problem("error", "embedder-mismatch", str(exc),
+                                    "use the embedder config the index was built with, or rebuild"))
+
+
+def _lexicon_checks(cfg: Config, problems: list[Problem]) -> None:
+    from hanrag.lexicon import LexiconError, resolve_lexicon_path
+
+    for name in cfg.lexicon.paths:
+        try:
+            path = resolve_lexicon_path(name, cfg.base_dir or None)
+        except LexiconError as exc:
+            problems.append(Problem("error", "lexicon-missing", str(exc), "fix lexicon.paths in the config"))
+            continue
+        if not path.is_file():
+            problems.append(Problem("error", "lexicon-missing", f"{path}: lexicon file not found",
+                                    "create the file or remove it from lexicon.paths"))
+
+
+def _rerank_checks(cfg: Config, problems: list[Problem]) -> None:
+    model = cfg.search.rerank.model
+    if not model:
+        return
+    try:
+        from sentence_transformers import CrossEncoder
+
+        CrossEncoder(model, device="cpu", max_length=cfg.search.rerank.max_length, local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - any failure means the reranker is unusable
+        problems.append(
+            Problem("error", "reranker-unloadable", f"search.rerank.model = {model!r} cannot be loaded: {exc}",
+                    "give a local path of a cross-encoder (models are never downloaded) "
+                    "or set search.rerank.model = ''")
+        )
+
+
+def diagnose(index_dir: str | Path, cfg: Config) -> list[Problem]:
+    """Every problem found, errors first."""
+    problems: list[Problem] = []
+    manifest = _index_checks(Path(index_dir), cfg, problems)
+    _embedder_checks(cfg, manifest, problems)
+    _lexicon_checks(cfg, problems)
+    _rerank_checks(cfg, problems)
+    return sorted(problems, key=lambda p: p.severity != "error")

