@@ -19,9 +19,11 @@ from hanrag.config import Config, ConfigError, load_config
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="hanrag: multilingual retrieval for RAG.")
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # an error stays one line, whatever the terminal width
 
-ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="hanrag.toml to use (default: ./hanrag.toml if present)")]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="hanrag.toml to use (default: ./hanrag.toml if present)")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable JSON output")]
 
 _state = {"debug": False}
@@ -47,7 +49,10 @@ def fail(message: str, hint: str = "") -> None:
     if _state["debug"]:
         import traceback
 
-        traceback.print_exc()
+        if sys.exc_info()[0] is not None:
+            traceback.print_exc()
+        else:
+            traceback.print_stack()
     err_console.print(f"[bold red]error:[/] {message}", highlight=False)
     if hint:
         err_console.print(f"[dim]hint: {hint}[/]", highlight=False)
@@ -56,6 +61,710 @@ def fail(message: str, hint: str = "") -> None:
 
 def print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+# --- corpus: lint, chunk, demo -------------------------------------------------------------
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _check_corpus_path(path: Path) -> None:
+    if not path.exists():
+        fail(f"{path}: no such file or folder", "give the corpus folder, e.g. examples/corpus")
+
+
+def render_findings(findings: list | tuple, title: str = "findings") -> None:
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False)
+    for name in ("severity", "code", "file", "message"):
+        table.add_column(name, overflow="fold")
+    for f in findings:
+        style = _SEVERITY_STYLE.get(f.severity, "")
+        table.add_row(f"[{style}]{f.severity}[/]", f.code, f.path + (f":{f.line}" if f.line else ""), f.message)
+    console.print(table)
+
+
+@app.command()
+def lint(
+    path: Annotated[Path, typer.Argument(help="corpus folder (or one file)")],
+    json_out: JsonOpt = False,
+    strict: Annotated[bool, typer.Option("--strict", help="exit 1 when any error is found")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Check a corpus against the rules (source cited, size, topic separators, AI drafts). Never edits files."""
+    from hanrag.validate import prepare_corpus
+
+    cfg = load(config)
+    _check_corpus_path(path)
+    prepared = prepare_corpus(path, cfg)
+    counts = {s: sum(1 for f in prepared.findings if f.severity == s) for s in ("error", "warning", "info")}
+    if json_out:
+        print_json(
+            {
+                "documents": len(prepared.documents),
+                "indexable": len(prepared.indexable),
+                "excluded": [{"doc_id": d, "reason": r} for d, r in prepared.excluded],
+                "counts": counts,
+                "findings": [f.to_dict() for f in prepared.findings],
+            }
+        )
+    else:
+        render_findings(prepared.findings, title=f"hanrag lint {path}")
+        console.print(
+            f"{len(prepared.documents)} documents, {len(prepared.indexable)} indexable; "
+            f"{counts['error']} errors, {counts['warning']} warnings, {counts['info']} info"
+        )
+    if strict and counts["error"]:
+        raise typer.Exit(1)
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    """Write rows as UTF-8 JSONL atomically (temp file + rename)."""
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@app.command()
+def chunk(
+    path: Annotated[Path, typer.Argument(help="corpus folder (or one file)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="JSONL file to write (UTF-8, one chunk a line)")],
+    config: ConfigOpt = None,
+) -> None:
+    """Cut the indexable documents of a corpus into chunks and write them as JSONL."""
+    from hanrag.chunking import chunk_documents
+    from hanrag.validate import prepare_corpus
+
+    cfg = load(config)
+    _check_corpus_path(path)
+    prepared = prepare_corpus(path, cfg)
+    chunks = chunk_documents(prepared.indexable, cfg.chunking)
+    try:
+        write_jsonl(out, [c.to_dict() for c in chunks])
+    except OSError as exc:
+        fail(f"{out}: cannot write: {exc.strerror or exc}", "choose a writable --out path")
+    errors = sum(1 for f in prepared.findings if f.severity == "error")
+    console.print(
+        f"{len(chunks)} chunks from {len(prepared.indexable)} of {len(prepared.documents)} documents → {out}"
+        + (f" ({len(prepared.excluded)} excluded, {errors} errors: see `hanrag lint {path}`)" if prepared.excluded
+           else "")
+    )
+
+
+def corpus_summary(prepared, chunks: list) -> dict:  # noqa: ANN001 - PreparedCorpus, list[Chunk]
+    """Counts the demo prints: documents and chunks per tier / lang / provenance, findings per severity."""
+    from collections import Counter
+
+    return {
+        "documents": len(prepared.documents),
+        "indexable": len(prepared.indexable),
+        "excluded": [{"doc_id": d, "reason": r} for d, r in prepared.excluded],
+        "chunks": len(chunks),
+        "chunks_by_tier": dict(sorted(Counter(c.tier for c in chunks).items())),
+        "chunks_by_lang": dict(sorted(Counter(c.lang for c in chunks).items())),
+        "chunks_by_provenance": dict(sorted(Counter(c.provenance for c in chunks).items())),
+        "docs_by_tier": dict(sorted(Counter(d.tier for d in prepared.documents).items())),
+        "ai_draft_indexed": sorted(d.doc_id for d in prepared.indexable if d.provenance == "ai-draft"),
+        "findings": dict(sorted(Counter(f.severity for f in prepared.findings).items())),
+    }
+
+
+def demo_corpus(corpus: Path, cfg: Config) -> tuple[object, list, dict]:
+    """Demo step 1: lint + chunk ``corpus``. Returns ``(PreparedCorpus, chunks, summary)``;
+    later steps (build, search) take the chunks from here."""
+    from hanrag.chunking import chunk_documents
+    from hanrag.validate import prepare_corpus
+
+    prepared = prepare_corpus(corpus, cfg)
+    chunks = chunk_documents(prepared.indexable, cfg.chunking)
+    return prepared, chunks, corpus_summary(prepared, chunks)
+
+
+def render_corpus_summary(summary: dict) -> None:
+    from rich.table import Table
+
+    table = Table(title="corpus", show_header=False)
+    table.add_column("what")
+    table.add_column("count", overflow="fold")
+    table.add_row("documents read", str(summary["documents"]))
+    table.add_row("indexable", str(summary["indexable"]))
+    table.add_row("excluded", ", ".join(f"{e['doc_id']} ({e['reason']})" for e in summary["excluded"]) or "-")
+    table.add_row("chunks", str(summary["chunks"]))
+    for key in ("chunks_by_tier", "chunks_by_lang", "chunks_by_provenance"):
+        table.add_row(key.replace("_", " "), "  ".join(f"{k}: {v}" for k, v in summary[key].items()))
+    table.add_row("findings", "  ".join(f"{k}: {v}" for k, v in summary["findings"].items()) or "-")
+    console.print(table)
+    if summary["ai_draft_indexed"]:
+        console.print(
+            f"[yellow]ai-draft[/] documents included and tagged on their chunks: {len(summary['ai_draft_indexed'])}"
+        )
+
+
+DEMO_QUERIES = ("갑목 인월 용신", "甲木 用神", "쿠버네티스 배포 롤백", "deployment rollback", "도화살", "五行相生")
+
+
+def effective_plan(plan, hits):  # noqa: ANN001, ANN201 - QueryPlan, list[Hit] -> QueryPlan
+    """The plan with the rule and weights the search actually used (hybrid may re-select once BM25 ran)."""
+    import dataclasses
+
+    ex = hits[0].explanation if hits else None
+    if ex is None:
+        return plan
+    return dataclasses.replace(plan, rule=ex.rule, bm25_weight=ex.bm25_weight, dense_weight=ex.dense_weight)
+
+
+@app.command()
+def demo(
+    corpus: Annotated[Path, typer.Argument(help="sample corpus folder")] = Path("examples/corpus"),
+    index: Annotated[Path, typer.Option("--index", "-i", help="index folder to build or update")] = Path("index/demo"),
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=20, help="hits shown per query")] = 3,
+    json_out: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """The main job on a corpus: lint and chunk it, build the index, answer sample queries with explanations."""
+    from hanrag.embed import EmbedderError
+    from hanrag.index.build import build_index
+    from hanrag.index.store import IndexBuildError
+
+    cfg = load(config)
+    _check_corpus_path(corpus)
+    prepared, chunks, summary = demo_corpus(corpus, cfg)
+    if not json_out:
+        render_findings([f for f in prepared.findings if f.severity != "info" or f.code != "ai-draft"],
+                        title=f"lint {corpus}")
+        render_corpus_summary(summary)
+        console.rule(f"build {index}")
+    try:
+        report = build_index(corpus, index, cfg, progress=not json_out)
+    except (EmbedderError, IndexBuildError, OSError) as exc:
+        fail(str(exc), "check the [embedder] config and that the index folder is writable")
+        return
+    idx = open_index(index, cfg)
+    answers = []
+    for query in DEMO_QUERIES:
+        hits = idx.search(query, top_k=top_k, explain=True)
+        answers.append((query, effective_plan(idx.plan(query), hits), hits))
+    serve_cmd = f"hanrag serve {index}" + (f" --config {config}" if config else "") + f" --corpus {corpus}"
+    if json_out:
+        print_json({
+            "corpus": summary,
+            "build": report.to_dict(),
+            "queries": [{"query": q, "plan": p.to_dict(), "hits": [h.to_dict() for h in hs]} for q, p, hs in answers],
+            "serve": serve_cmd,
+        })
+        return
+    for line in report.summary_lines():
+        console.print(f"[bold yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False)
+    for query, plan, hits in answers:
+        console.rule(f"[bold]{query}[/]")
+        _render_hits(plan, hits, True)
+    console.rule("next")
+    console.print(f"search it yourself:  hanrag search {index} \"갑목 용신\" --explain", highlight=False)
+    console.print(f"start the server:    {serve_cmd}", highlight=False)
+    console.print("then open http://127.0.0.1:8000/ for the search inspector (API schema at /openapi.json)",
+                  highlight=False)
+
+
+# --- milvus: push an index, check a collection ---------------------------------------------------
+
+milvus_app = typer.Typer(no_args_is_help=True, help="Mirror an index into Milvus (see README: Milvus cluster).")
+app.add_typer(milvus_app, name="milvus")
+
+
+def _milvus_backend(  # noqa: ANN202 - (Config, MilvusBackend)
+    config: Path | None, uri: str | None, collection: str | None, *, complete: bool, cfg: Config | None = None
+):
+    from hanrag.backends.milvus import MilvusBackend, MilvusError
+
+    cfg = cfg or load(config)
+    if uri:
+        cfg.milvus.uri = uri
+    if collection:
+        cfg.milvus.collection = collection
+    if not cfg.milvus.uri:
+        fail("milvus.uri is not set", "set [milvus] uri in hanrag.toml, HANRAG_MILVUS__URI, or pass --uri")
+    try:
+        return cfg, MilvusBackend(cfg, require_complete=complete)
+    except MilvusError as exc:
+        fail(str(exc), "check milvus.uri / token / db_name and that the server is up")
+        raise  # unreachable
+
+
+UriOpt = Annotated[str | None, typer.Option("--uri", help="Milvus URI (overrides milvus.uri)")]
+CollectionOpt = Annotated[str | None, typer.Option("--collection", help="collection (overrides milvus.collection)")]
+
+
+def open_milvus_searcher(cfg: Config):  # noqa: ANN201 - hanrag.search.Searcher
+    """The search pipeline over the [milvus] collection (same plan, fusion, rerank, explain)."""
+    from hanrag.embed import EmbedderError, check_embedder, load_embedder
+    from hanrag.lexicon import load_lexicons
+    from hanrag.search.searcher import Searcher
+    from hanrag.text import get_analyzer
+
+    _, backend = _milvus_backend(None, None, None, complete=True, cfg=cfg)
+    embedder = load_embedder(cfg.embedder)
+    try:
+        check_embedder(backend.manifest(), embedder)
+    except EmbedderError as exc:
+        fail(str(exc), "use the embedder the pushed index was built with ([embedder] in hanrag.toml)")
+    return Searcher(backend, cfg, embedder, get_analyzer(cfg), load_lexicons(cfg))
+
+
+@milvus_app.command("push")
+def milvus_push(
+    index: Annotated[Path, typer.Argument(help="embedded index folder (built with `hanrag build`)")],
+    config: ConfigOpt = None,
+    uri: UriOpt = None,
+    collection: CollectionOpt = None,
+    renormalize: Annotated[bool, typer.Option("--renormalize", help="recompute every BM25 tf part")] = False,
+    recreate: Annotated[bool, typer.Option("--recreate", help="drop and rebuild the collection")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Push an index's current snapshot into Milvus: only chunks whose content hash changed are written."""
+    from hanrag.backends.milvus import MilvusError
+    from hanrag.index.store import IndexLoadError
+
+    cfg, backend = _milvus_backend(config, uri, collection, complete=False)
+    try:
+        report = backend.sync_from_snapshot(index, renormalize=renormalize, recreate=recreate)
+    except IndexLoadError as exc:
+        fail(str(exc), "build the index first: hanrag build CORPUS --index DIR")
+    except MilvusError as exc:
+        fail(str(exc), "rerun the push once the problem is fixed: it resumes by content hash")
+    if json_out:
+        print_json({"uri": cfg.milvus.uri, "collection": cfg.milvus.collection, **report.to_dict()})
+    else:
+        console.print(
+            f"{cfg.milvus.collection} @ {cfg.milvus.uri}: {report.upserted} upserted, {report.deleted} deleted, "
+            f"{report.unchanged} unchanged, {report.total} chunks"
+            + (", BM25 re-normalised" if report.renormalized else "")
+            + f" ({report.seconds:.1f} s)"
+        )
+
+
+@milvus_app.command("status")
+def milvus_status(
+    config: ConfigOpt = None, uri: UriOpt = None, collection: CollectionOpt = None, json_out: JsonOpt = False
+) -> None:
+    """Show a Milvus collection's state: complete or interrupted, counts, the snapshot it mirrors."""
+    from hanrag.backends.milvus import MilvusError
+
+    cfg, backend = _milvus_backend(config, uri, collection, complete=False)
+    try:
+        info = backend.manifest().get("backend", {})
+    except MilvusError as exc:
+        fail(str(exc), "push an index first: hanrag milvus push INDEX")
+    if json_out:
+        print_json(info)
+    else:
+        for key, value in info.items():
+            console.print(f"{key}: {value}")
+    if info.get("state") != "complete":
+        raise typer.Exit(1)
+
+
+# --- serve, init --------------------------------------------------------------------------------
+
+
+def open_index(index: Path, cfg: Config):  # noqa: ANN201 - hanrag.api.Index
+    """Open an index for search, or fail with one line naming the problem."""
+    import hanrag
+    from hanrag.embed import EmbedderError
+    from hanrag.index.store import IndexLoadError
+
+    if not index.exists():
+        fail(f"{index}: no such index folder", f"build one with `hanrag build CORPUS --index {index}`")
+    try:
+        return hanrag.open(index, config=cfg)
+    except EmbedderError as exc:
+        fail(str(exc), "use the embedder the index was built with ([embedder] in hanrag.toml), or rebuild it")
+    except (IndexLoadError, OSError) as exc:
+        fail(str(exc), f"rebuild it with `hanrag build CORPUS --index {index}`")
+
+
+@app.command()
+def serve(
+    index: Annotated[Path, typer.Argument(help="index folder (from `hanrag build`)")],
+    host: Annotated[str | None, typer.Option("--host", help="address to bind (default: server.host)")] = None,
+    port: Annotated[
+        int | None, typer.Option("--port", help="TCP port (default: server.port)", min=1, max=65535)
+    ] = None,
+    corpus: Annotated[
+        Path | None, typer.Option("--corpus", help="corpus folder POST /index/rebuild re-indexes (server.corpus_root)")
+    ] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Serve the HTTP API (/search, /chunks, /documents, /stats, /index/rebuild) and the web inspector at /."""
+    from hanrag.server import ServerError, api_key_for, check_bind, check_port_free
+    from hanrag.server import serve as run_server
+
+    cfg = load(config)
+    if corpus is not None:
+        if not corpus.is_dir():
+            fail(f"{corpus}: no such corpus folder", "give the folder the index was built from")
+        cfg.server.corpus_root = str(corpus.resolve())
+    host = host or cfg.server.host
+    port = cfg.server.port if port is None else port
+    try:
+        check_bind(host, cfg)
+        check_port_free(host, port)
+    except ServerError as exc:
+        fail(str(exc), "bind 127.0.0.1 (the default), or set an API key" if "non-loopback" in str(exc)
+             else "choose another --port")
+    idx = open_index(index, cfg)
+    shown = f"[{host}]" if ":" in host else host
+    console.print(f"hanrag: {idx!r}")
+    console.print(f"search inspector: http://{shown}:{port}/   API schema: http://{shown}:{port}/openapi.json")
+    console.print("API key: " + ("required (X-API-Key header)" if api_key_for(cfg) else "none (loopback only)"))
+    if not cfg.server.corpus_root:
+        console.print("[dim]POST /index/rebuild is off: no corpus root (--corpus or server.corpus_root)[/]")
+    try:
+        run_server(index, cfg, host=host, port=port, index=idx)
+    except ServerError as exc:
+        fail(str(exc), "choose another --port")
+
+
+@app.command()
+def init(
+    path: Annotated[
+        Path, typer.Argument(help="file to write (a folder gets hanrag.toml inside)")
+    ] = Path("hanrag.toml"),
+    print_only: Annotated[bool, typer.Option("--print", help="print the file instead of writing it")] = False,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing file")] = False,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="start from this config's values instead of the defaults")
+    ] = None,
+) -> None:
+    """Write a commented hanrag.toml with every setting and its default value."""
+    import os
+    import tempfile
+
+    from hanrag.config_template import render_config_toml
+
+    cfg = load(config) if config is not None else Config()
+    text = render_config_toml(cfg)
+    if print_only:
+        sys.stdout.write(text)
+        return
+    target = path / "hanrag.toml" if path.is_dir() else path
+    if target.exists() and not force:
+        fail(f"{target}: already exists; not overwriting it", "pass --force to replace it, or --print to see it")
+    if not target.parent.is_dir():
+        fail(f"{target.parent}: no such folder", "create it first, or give another path")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        fail(f"{target}: cannot write: {exc.strerror or exc}", "choose a writable path")
+    console.print(f"wrote {target} (every setting at its default; edit what you need)")
+
+
+# --- search, eval --------------------------------------------------------------------------------
+
+
+def _filters(lang: list[str] | None, tier: list[int] | None, provenance: list[str] | None, source: str | None,
+             label: list[str] | None):  # noqa: ANN202 - Filters | None
+    from hanrag.records import Filters
+
+    f = Filters(lang=tuple(lang or ()), tier=tuple(tier or ()), provenance=tuple(provenance or ()),
+                source_glob=source or "", labels=tuple(label or ()))
+    return None if f.is_empty() else f
+
+
+@app.command()
+def search(
+    index: Annotated[Path, typer.Argument(help="index folder (from `hanrag build`)")],
+    query: Annotated[str, typer.Argument(help="the query")],
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=1000, help="hits to return")] = 10,
+    mode: Annotated[str, typer.Option("--mode", help="hybrid | bm25 | dense")] = "hybrid",
+    lang: Annotated[list[str] | None, typer.Option("--lang", help="only chunks in this language (repeatable)")] = None,
+    tier: Annotated[list[int] | None, typer.Option("--tier", help="only this tier (repeatable)")] = None,
+    provenance: Annotated[
+        list[str] | None, typer.Option("--provenance", help="human | ai-draft (repeatable)")
+    ] = None,
+    source: Annotated[str | None, typer.Option("--source", help="source/path glob, e.g. 'runbooks/*'")] = None,
+    label: Annotated[list[str] | None, typer.Option("--label", help="chunk must carry this label (repeatable)")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="show every score behind each hit")] = False,
+    json_out: JsonOpt = False,
+    config: ConfigOpt = None,
+    backend: Annotated[
+        str | None, typer.Option("--backend", help="embedded | milvus (default: [backend] kind; milvus ignores INDEX)")
+    ] = None,
+) -> None:
+    """Search an index: hybrid BM25 + dense with adaptive weights (see --explain)."""
+    if mode not in ("hybrid", "bm25", "dense"):
+        fail(f"--mode must be hybrid, bm25 or dense, got {mode!r}")
+    for lg in lang or ():
+        if lg not in ("ko", "zh", "en"):
+            fail(f"--lang must be ko, zh or en, got {lg!r}")
+    from hanrag.backends.milvus import MilvusError
+
+    cfg = load(config)
+    idx = open_milvus_searcher(cfg) if (backend or cfg.backend.kind) == "milvus" else open_index(index, cfg)
+    filters = _filters(lang, tier, provenance, source, label)
+    try:
+        plan = idx.plan(query, mode)
+        hits = idx.search(query, top_k=top_k, mode=mode, filters=filters, explain=explain)
+    except ValueError as exc:
+        fail(str(exc))
+        return
+    except MilvusError as exc:
+        fail(str(exc), "check that the Milvus server is up and milvus.uri is right")
+        return
+    if json_out:
+        print_json({"plan": plan.to_dict(), "hits": [h.to_dict() for h in hits]})
+        return
+    _render_hits(plan, hits, explain)
+
+
+def _render_hits(plan, hits, explain: bool) -> None:  # noqa: ANN001 - QueryPlan, list[Hit]
+    from rich.table import Table
+
+    if explain:
+        console.print(
+            f"[bold]plan[/] lang={plan.lang} hanja={plan.hanja_ratio:.2f} mode={plan.mode} rule={plan.rule} "
+            f"weights bm25={plan.bm25_weight:.2f} dense={plan.dense_weight:.2f}", highlight=False)
+        console.print(f"  tokens: {' '.join(plan.tokens) or '—'}", highlight=False)
+        console.print(f"  terms: {', '.join(plan.terms) or '—'}", highlight=False)
+        exps = ", ".join(f"{t} ×{w:.2f}" for t, w in plan.expansions)
+        console.print(f"  expansions: {exps or '—'}", highlight=False)
+    if not hits:
+        console.print("no hits")
+        return
+    table = Table(show_lines=explain)
+    for col in ("#", "score", "lang", "source", "text"):
+        table.add_column(col, overflow="fold")
+    if explain:
+        table.add_column("explain", overflow="fold")
+
+    def f(x: float | None) -> str:
+        return "—" if x is None else f"{x:.3f}"
+
+    for h in hits:
+        src = h.chunk.source or h.chunk.path
+        if h.also_in:
+            src += f"\n(also in: {', '.join(h.also_in)})"
+        text = " ".join(h.chunk.text.split())
+        row = [str(h.rank), f"{h.score:.3f}", h.chunk.lang, src, text[:160] + ("…" if len(text) > 160 else "")]
+        if explain and h.explanation:
+            e = h.explanation
+            row.append(
+                f"bm25 {f(e.bm25_raw)}→{f(e.bm25_norm)} ×{e.bm25_weight:.2f}\n"
+                f"dense {f(e.dense_raw)}→{f(e.dense_norm)} ×{e.dense_weight:.2f}\n"
+                f"{e.fusion} fused {e.fused:.3f} rerank {f(e.rerank)} penalty ×{e.penalty:.2f} = {e.final:.3f}\n"
+                f"rule {e.rule}; found by {'+'.join(e.found_by) or '—'}\n"
+                f"matched: {' '.join(e.matched_tokens) or '—'}"
+                + (f"\nexpansions: {' '.join(e.matched_expansions)}" if e.matched_expansions else "")
+            )
+        table.add_row(*row)
+    console.print(table)
+
+
+@app.command("eval")
+def eval_cmd(
+    sets: Annotated[list[Path] | None, typer.Argument(help="eval set folders (shared/eval layout)")] = None,
+    index: Annotated[Path | None, typer.Option("--index", help="evaluate this index (with --queries/--qrels)")] = None,
+    queries: Annotated[Path | None, typer.Option("--queries", help="queries.jsonl ({qid, text, lang})")] = None,
+    qrels: Annotated[Path | None, typer.Option("--qrels", help="qrels.tsv (qid, doc_id, relevance)")] = None,
+    mixed: Annotated[bool, typer.Option("--mixed", help="merge the sets' corpora into one index")] = False,
+    out: Annotated[Path, typer.Option("--out", help="folder for report.md, report.json, chart.png")] = Path(
+        "eval-report"
+    ),
+    json_out: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Ablations (bm25, dense, each fusion, presets, +rerank) with nDCG@10, MRR@10, R@10, R@100."""
+    from hanrag.eval import EvalTask, read_qrels, read_queries, run_ablations, write_report
+
+    cfg = load(config)
+    done = (lambda label: err_console.print(f"[dim]{label} done[/]")) if not json_out else None
+    if index is not None:
+        if sets or mixed:
+            fail("give either --index with --queries/--qrels, or eval set folders, not both")
+        if queries is None or qrels is None:
+            fail("--index needs --queries q.jsonl and --qrels qrels.tsv")
+        for p in (queries, qrels):
+            if not p.is_file():
+                fail(f"{p}: no such file")
+        idx = open_index(index, cfg)
+        try:
+            qr = read_qrels(qrels)
+            qs = tuple(q for q in read_queries(queries) if q.qid in qr)
+        except (ValueError, KeyError) as exc:
+            fail(f"bad eval input: {exc}")
+            return
+        if not qs:
+            fail(f"{queries}: no query has a judgement in {qrels}")
+        s = idx.searcher
+        results = run_ablations(s.backend, cfg, [EvalTask(queries.stem, qs, qr)], embedder=idx.embedder,
+                                analyzer=idx.analyzer, lexicon=idx.lexicon, progress=done)
+        title = f"hanrag eval: {index}"
+    else:
+        if not sets:
+            fail("give eval set folders, or --index INDEX --queries q.jsonl --qrels qrels.tsv")
+        results, title = _eval_sets(list(sets or []), cfg, mixed, done)
+    paths = write_report(results, out, title)
+    if json_out:
+        print_json({"results": results, "files": {k: str(v) for k, v in paths.items()}})
+        return
+    from hanrag.eval import markdown_report
+
+    console.print(markdown_report(results, title).split("## mrr@10")[0], highlight=False)
+    console.print(f"wrote {paths['markdown']}, {paths['json']}, {paths['chart']}")
+
+
+def _eval_sets(folders: list[Path], cfg: Config, mixed: bool, done):  # noqa: ANN001, ANN202
+    """Build a temporary index from eval corpora (one chunk per doc) and run the ablations on it."""
+    import tempfile
+
+    from hanrag.embed import load_embedder
+    from hanrag.eval import EvalTask, load_eval_set, run_ablations
+    from hanrag.index.build import build_from_chunks
+    from hanrag.language import detect_lang
+    from hanrag.lexicon import load_lexicons
+    from hanrag.records import Chunk
+    from hanrag.search.searcher import Searcher
+    from hanrag.text import get_analyzer
+
+    try:
+        ess = [load_eval_set(f) for f in folders]
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        fail(str(exc))
+        return {}, ""
+    embedder = load_embedder(cfg.embedder)
+    analyzer, lexicon = get_analyzer(cfg), load_lexicons(cfg)
+
+    def chunks_of(es, prefix: str) -> list:  # noqa: ANN001
+        return [Chunk(chunk_id=prefix + d.doc_id, doc_id=prefix + d.doc_id, text=d.text, start=0, end=len(d.text),
+                      source=d.source or es.name, path=prefix + d.doc_id, title=d.title, lang=detect_lang(d.text))
+                for d in es.docs]
+
+    groups = [(ess, True)] if mixed else [([es], False) for es in ess]
+    results: dict = {}
+    with tempfile.TemporaryDirectory(prefix="hanrag-eval-") as tmp:
+        for n, (group, prefixed) in enumerate(groups):
+            chunks = [c for es in group for c in chunks_of(es, f"{es.name}/" if prefixed else "")]
+            index_dir = Path(tmp) / f"idx{n}"
+            build_from_chunks(chunks, index_dir, cfg, embedder=embedder, analyzer=analyzer, progress=done is not None)
+            from hanrag.backends.embedded import EmbeddedBackend
+            from hanrag.index.snapshot import open_snapshot
+
+            backend = EmbeddedBackend(open_snapshot(index_dir))
+            Searcher(backend, cfg, embedder, analyzer, lexicon)  # fail early on a bad config
+            tasks = [EvalTask(es.name, es.queries, es.qrels, f"{es.name}/" if prefixed else "") for es in group]
+            part = run_ablations(backend, cfg, tasks, embedder=embedder, analyzer=analyzer, lexicon=lexicon,
+                                 progress=done)
+            for label, row in part.items():
+                results.setdefault(label, {}).update(row)
+    kind = "MIXED index" if mixed else "standalone indexes"
+    return results, f"hanrag eval ({kind}): " + ", ".join(es.name for es in ess)
+
+
+
+# --- build, doctor --------------------------------------------------------------------------------
+
+
+@app.command()
+def build(
+    corpus: Annotated[Path, typer.Argument(help="corpus folder")],
+    index: Annotated[Path, typer.Option("--index", "-i", help="index folder to create or update")],
+    config: ConfigOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Index a corpus incrementally (only new chunk texts are embedded) and publish a snapshot atomically."""
+    from hanrag.embed import EmbedderError
+    from hanrag.index.build import build_index
+    from hanrag.index.store import IndexBuildError
+
+    cfg = load(config)
+    _check_corpus_path(corpus)
+    try:
+        report = build_index(corpus, index, cfg, progress=not (quiet or json_out))
+    except (EmbedderError, IndexBuildError) as exc:
+        fail(str(exc), "check the [embedder] config, or wait for the other build to finish")
+        return
+    if json_out:
+        print_json(report.to_dict())
+        return
+    errors = [f for f in report.findings if f.severity != "info"]
+    if errors and not quiet:
+        render_findings(errors, title="corpus findings")
+    for line in report.summary_lines():
+        console.print(f"[bold yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False)
+
+
+@app.command()
+def doctor(
+    index: Annotated[Path, typer.Argument(help="index folder")],
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check the config against the index and the models; print each problem with its fix. Exit 1 on errors."""
+    from hanrag.doctor import diagnose
+
+    cfg = load(config)
+    problems = diagnose(index, cfg)
+    has_errors = any(p.severity == "error" for p in problems)
+    if json_out:
+        print_json({"ok": not has_errors, "problems": [p.to_dict() for p in problems]})
+    elif not problems:
+        console.print(f"[green]ok[/]: {index} and the config agree")
+    else:
+        for p in problems:
+            style = _SEVERITY_STYLE.get(p.severity, "")
+            console.print(f"[{style}]{p.severity}[/] {p.code}: {p.message}", highlight=False)
+            console.print(f"  [dim]fix: {p.fix}[/]", highlight=False)
+    if has_errors:
+        raise typer.Exit(1)
+
+
+# --- sync: connectors that keep an index up to date ---------------------------------------------
+
+sync_app = typer.Typer(no_args_is_help=True, help="Sync an index from a connector (Confluence).")
+app.add_typer(sync_app, name="sync")
+
+
+@sync_app.command("confluence")
+def sync_confluence_cmd(
+    index: Annotated[Path, typer.Option("--index", help="index folder (created on the first sync)")],
+    config: ConfigOpt = None,
+    full: Annotated[bool, typer.Option("--full", help="re-fetch and re-render every page")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Sync the configured Confluence spaces into an index: only changed pages are fetched and re-embedded."""
+    from hanrag.sources.confluence import ConfluenceError
+    from hanrag.sync import sync_confluence
+
+    cfg = load(config)
+    if not cfg.confluence.url:
+        fail("confluence.url is not set", "set [confluence] url and spaces in hanrag.toml (or HANRAG_CONFLUENCE__URL)")
+    try:
+        report = sync_confluence(index, cfg, full=full, progress=not json_out)
+    except ConfluenceError as exc:
+        fail(str(exc), "nothing was changed; fix the problem and rerun the sync")
+        raise  # unreachable
+    if json_out:
+        print_json(report.to_dict())
+        return
+    for line in report.summary_lines():
+        console.print(line, highlight=False)
+    if report.findings:
+        render_findings(report.findings)
 
 
 if __name__ == "__main__":  # pragma: no cover

