@@ -1,0 +1,1 @@
+"""Index storage: snapshots, sparse (BM25) and dense vectors."""

@@ -1,0 +1,232 @@
+"""BM25 sparse index on bm25s, stored as NumPy + JSON (never pickle), scored with weighted query terms.
+
+bm25s builds the score matrix (one column of precomputed ``idf · tf-part`` per
+token, CSC layout: ``indptr[t]:indptr[t+1]`` slices ``indices`` (doc rows) and
+``data`` (scores)). Query scoring is a weighted sum of those columns, which lets
+expansion tokens weigh less than the query's own tokens — bm25s' own ``retrieve``
+cannot weight query tokens.
+
+Files written by :meth:`SparseIndex.save`: ``bm25_vocab.json`` (tokens in id order),
+``bm25_data.npy``, ``bm25_indices.npy``, ``bm25_indptr.npy``, ``bm25_doc_lens.npy``,
+``bm25_meta.json`` (n_docs, avg_len, k1, b, method). The math is exposed as
+:func:`bm25_idf` and :func:`bm25_tf_part` so another backend (Milvus sparse vectors)
+can compute identical scores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from hanrag.config import Bm25Config
+
+METHODS = ("lucene", "robertson", "atire")
+FORMAT_VERSION = 1
+_ARRAYS = ("data", "indices", "indptr", "doc_lens")
+
+
+def bm25_idf(df: int | np.ndarray, n_docs: int, method: str = "lucene") -> float | np.ndarray:
+    """Inverse document frequency as bm25s computes it for ``method``."""
+    df = np.asarray(df, dtype=np.float64)
+    if method == "lucene":
+        out = np.log1p((n_docs - df + 0.5) / (df + 0.5))
+    elif method == "robertson":
+        out = np.log((n_docs - df + 0.5) / (df + 0.5))
+    elif method == "atire":
+        out = np.log(n_docs / df)
+    else:
+        raise ValueError(f"unknown BM25 method {method!r}; expected one of {', '.join(METHODS)}")
+    return float(out) if out.ndim == 0 else out
+
+
+def bm25_tf_part(
+    tf: float | np.ndarray,
+    doc_len: float | np.ndarray,
+    avg_len: float,
+    k1: float,
+    b: float,
+    method: str = "lucene",
+) -> float | np.ndarray:
+    """Term-frequency part: ``tf / (tf + k1·(1 − b + b·doc_len/avg_len))`` (lucene, robertson);
+    atire multiplies it by ``k1 + 1``. The score of a token in a document is ``idf · tf_part``."""
+    if method not in METHODS:
+        raise ValueError(f"unknown BM25 method {method!r}; expected one of {', '.join(METHODS)}")
+    tf = np.asarray(tf, dtype=np.float64)
+    norm = k1 * ((1.0 - b) + b * np.asarray(doc_len, dtype=np.float64) / avg_len)
+    out = tf / (tf + norm)
+    if method == "atire":
+        out = out * (k1 + 1.0)
+    return float(out) if out.ndim == 0 else out
+
+
+def _atomic_save_npy(path: Path, arr: np.ndarray) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as fh:
+        np.save(fh, arr, allow_pickle=False)
+    os.replace(tmp, path)
+
+
+def _atomic_write_json(path: Path, obj: object) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class SparseIndex:
+    def __init__(
+        self,
+        vocab: list[str],
+        data: np.ndarray,
+        indices: np.ndarray,
+        indptr: np.ndarray,
+        doc_lens: np.ndarray,
+        *,
+        k1: float,
+        b: float,
+        method: str,
+    ) -> None:
+        if len(indptr) != len(vocab) + 1:
+            raise ValueError(f"indptr has {len(indptr)} entries for a vocabulary of {len(vocab)}")
+        self.vocab = vocab
+        self.token_ids = {t: i for i, t in enumerate(vocab)}
+        self.data, self.indices, self.indptr, self.doc_lens = data, indices, indptr, doc_lens
+        self.k1, self.b, self.method = k1, b, method
+        self.n_docs = int(len(doc_lens))
+        self.avg_len = float(doc_lens.mean()) if self.n_docs else 0.0
+
+    # -- build ---------------------------------------------------------------------------
+    @classmethod
+    def build(cls, corpus_tokens: list[list[str]], cfg: Bm25Config) -> SparseIndex:
+        import bm25s
+
+        if cfg.method not in METHODS:
+            raise ValueError(f"bm25.method must be one of {', '.join(METHODS)}, got {cfg.method!r}")
+        vocab: dict[str, int] = {}
+        ids = [[vocab.setdefault(t, len(vocab)) for t in doc] for doc in corpus_tokens]
+        doc_lens = np.array([len(d) for d in ids], dtype=np.int32)
+        if not vocab or not ids:
+            # nothing to score: an index that returns no hits
+            empty = np.zeros(0, dtype=np.float32)
+            return cls(
+                list(vocab), empty, np.zeros(0, np.int32), np.zeros(len(vocab) + 1, np.int64), doc_lens,
+                k1=cfg.k1, b=cfg.b, method=cfg.method,
+            )  # fmt: skip
+        model = bm25s.BM25(k1=cfg.k1, b=cfg.b, method=cfg.method)
+        model.index((ids, vocab), create_empty_token=False, show_progress=False)
+        s = model.scores
+        return cls(
+            list(vocab),
+            np.asarray(s["data"], dtype=np.float32),
+            np.asarray(s["indices"], dtype=np.int32),
+            np.asarray(s["indptr"], dtype=np.int64),
+            doc_lens,
+            k1=cfg.k1,
+            b=cfg.b,
+            method=cfg.method,
+        )
+
+    # -- disk ----------------------------------------------------------------------------
+    def files(self) -> list[str]:
+        return ["bm25_vocab.json", "bm25_meta.json", *(f"bm25_{n}.npy" for n in _ARRAYS)]
+
+    def save(self, directory: Path) -> list[str]:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in _ARRAYS:
+            _atomic_save_npy(directory / f"bm25_{name}.npy", np.ascontiguousarray(getattr(self, name)))
+        _atomic_write_json(directory / "bm25_vocab.json", self.vocab)
+        meta = {
+            "format": FORMAT_VERSION,
+            "n_docs": self.n_docs,
+            "avg_len": self.avg_len,
+            "k1": self.k1,
+            "b": self.b,
+            "method": self.method,
+            "vocab_size": len(self.vocab),
+        }
+        _atomic_write_json(directory / "bm25_meta.json", meta)
+        return self.files()
+
+    @classmethod
+    def load(cls, directory: Path, mmap: bool = True) -> SparseIndex:
+        directory = Path(directory)
+        meta_path = directory / "bm25_meta.json"
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            vocab = json.loads((directory / "bm25_vocab.json").read_text(encoding="utf-8"))
+            arrays = {
+                n: np.load(directory / f"bm25_{n}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
+                for n in _ARRAYS
+            }
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"{directory}: incomplete BM25 index ({Path(exc.filename).name} missing)") from None
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise ValueError(f"{directory}: corrupt BM25 index ({exc})") from None
+        if meta.get("format") != FORMAT_VERSION:
+            raise ValueError(
+                f"{meta_path}: BM25 index format {meta.get('format')} (expected {FORMAT_VERSION}); rebuild"
+            )
+        return cls(vocab, **arrays, k1=meta["k1"], b=meta["b"], method=meta["method"])
+
+    # -- scoring -------------------------------------------------------------------------
+    def scores(self, weights: Mapping[str, float]) -> np.ndarray:
+        """BM25 score of every document: Σ weight(token) · score(token, doc); shape (n_docs,)."""
+        out = np.zeros(self.n_docs, dtype=np.float32)
+        for tok, w in weights.items():
+            tid = self.token_ids.get(tok)
+            if tid is None or w == 0.0:
+                continue
+            s, e = int(self.indptr[tid]), int(self.indptr[tid + 1])
+            # rows within one token's column are unique, so fancy-index += is exact
+            out[self.indices[s:e]] += np.float32(w) * self.data[s:e]
+        return out
+
+    def top_k(
+        self, weights: Mapping[str, float], k: int, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Indices and scores of the best ``k`` documents with a positive score, best first.
+
+        ``mask`` (bool, shape (n_docs,)) marks the rows allowed (filters) before the cut.
+        """
+        scores = self.scores(weights)
+        if mask is not None:
+            if mask.shape != (self.n_docs,):
+                raise ValueError(f"mask has shape {mask.shape}, expected ({self.n_docs},)")
+            scores = np.where(mask, scores, 0.0)
+        cand = np.flatnonzero(scores > 0)
+        if k <= 0 or cand.size == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if cand.size > k:
+            part = np.argpartition(-scores[cand], k - 1)[:k]
+            cand = cand[part]
+        # stable order: score descending, then row ascending
+        order = np.lexsort((cand, -scores[cand]))
+        idx = cand[order]
+        return idx.astype(np.int64), scores[idx]
+
+    def token_scores(self, token: str) -> tuple[np.ndarray, np.ndarray]:
+        """(doc rows, BM25 scores) of one token; empty arrays when it is not indexed."""
+        tid = self.token_ids.get(token)
+        if tid is None:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        s, e = int(self.indptr[tid]), int(self.indptr[tid + 1])
+        return np.asarray(self.indices[s:e]), np.asarray(self.data[s:e])
+
+    def doc_term_weights(self, row: int) -> dict[str, float]:
+        """Token → BM25 score in one document (the document's sparse vector); O(nnz), for export/explain."""
+        if not 0 <= row < self.n_docs:
+            raise IndexError(f"row {row} out of range (n_docs={self.n_docs})")
+        hits = np.flatnonzero(np.asarray(self.indices) == row)
+        token_of = np.searchsorted(np.asarray(self.indptr), hits, side="right") - 1
+        return {self.vocab[int(t)]: float(self.data[h]) for t, h in zip(token_of, hits, strict=True)}
+
+    def idf(self) -> np.ndarray:
+        """idf per token id (document frequency from the column lengths)."""
+        df = np.diff(np.asarray(self.indptr))
+        return np.asarray(bm25_idf(df, self.n_docs, self.method), dtype=np.float64)

@@ -1,0 +1,153 @@
+"""Tokenizers behind one interface: ``Analyzer.tokenize(text, lang) -> list[str]``.
+
+Text is split into script runs (see :mod:`hanrag.text.normalize`) and each run kind
+has one tokenizer, whatever the chunk's language tag says:
+
+* Hangul and the rest → Kiwi content morphemes (:mod:`hanrag.text.korean`);
+* Han characters → OpenCC t2s + jieba (:mod:`hanrag.text.chinese`), plus the Hangul
+  reading of every multi-character word (甲木 → 갑목) when ``text.hanja_readings``;
+* Latin → lower-cased words, stopwords, allowlist, optional stemming
+  (:mod:`hanrag.text.english`).
+
+So a Hanja or Latin term yields the same tokens in a ko, zh or en chunk (the
+invariance the index relies on). ``lang`` is still validated: callers pass the chunk
+or query language and a wrong tag is a bug worth hearing about.
+
+Readings are an index-side and query-side addition: in a document 甲木 indexes as
+甲木 + 갑목 (so the Korean query 갑목 finds it); in a query the readings of Han words
+become expansions (so the query 甲木 finds Korean text saying 갑목) — see
+:mod:`hanrag.text.query`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hanrag.text.normalize import HAN_RUN, HANGUL, normalize, split_runs
+
+if TYPE_CHECKING:
+    from hanrag.config import Config, TextConfig
+    from hanrag.lexicon import Lexicon
+
+LANGS = ("ko", "zh", "en")
+ANALYZER_VERSION = 1  # bump when tokenisation changes so old indexes are rebuilt
+
+
+@dataclass(frozen=True)
+class Analysis:
+    tokens: tuple[str, ...]  # the text's own tokens
+    readings: tuple[str, ...]  # Hangul readings of its Han words (empty when readings are off)
+
+
+class Analyzer:
+    def __init__(self, text_cfg: TextConfig, lexicon: Lexicon | None = None) -> None:
+        from hanrag.text.english import EnglishTokenizer
+
+        self.cfg = text_cfg
+        self.lexicon = lexicon
+        self._en = EnglishTokenizer(text_cfg.en_allowlist, stem=text_cfg.en_stem)
+        words = lexicon.words() if lexicon is not None else set()
+        self._han_words = sorted(w for w in words if HAN_RUN.fullmatch(w))
+        # Kiwi user words: Hangul-only words without spaces (a space-separated key is two words to Kiwi)
+        self._ko_words = sorted(w for w in words if HANGUL.search(w) and not HAN_RUN.search(w) and " " not in w)
+
+    @functools.cached_property
+    def _ko(self):  # noqa: ANN202 - loaded on first Hangul text (Kiwi takes ~1 s)
+        from hanrag.text.korean import KoreanTokenizer
+
+        return KoreanTokenizer(self._ko_words)
+
+    @functools.cached_property
+    def _zh(self):  # noqa: ANN202 - loaded on first Han text
+        from hanrag.text.chinese import ChineseTokenizer
+
+        return ChineseTokenizer(self.cfg.opencc, self._han_words, readings=self.cfg.hanja_readings)
+
+    def _check(self, lang: str) -> None:
+        if lang not in LANGS:
+            raise ValueError(f"unknown language {lang!r}; expected one of {', '.join(LANGS)}")
+
+    def _analyze_runs(self, han: list[str], latin: list[str], ko_tokens: list[str]) -> Analysis:
+        tokens = list(ko_tokens)
+        readings: list[str] = []
+        for run in han:
+            t, r = self._zh.analyze(run)
+            tokens.extend(t)
+            readings.extend(r)
+        for run in latin:
+            tokens.extend(self._en.tokenize(run))
+        return Analysis(tuple(tokens), tuple(readings))
+
+    def analyze(self, text: str, lang: str) -> Analysis:
+        """Tokens and Hanja readings of ``text`` kept apart (the query planner weights them differently)."""
+        self._check(lang)
+        han, latin, rest = split_runs(normalize(text))
+        ko = self._ko.tokenize(rest) if HANGUL.search(rest) else []
+        return self._analyze_runs(han, latin, ko)
+
+    def tokenize(self, text: str, lang: str) -> list[str]:
+        """Index tokens of ``text``: its own tokens followed by the readings of its Han words."""
+        a = self.analyze(text, lang)
+        return [*a.tokens, *a.readings]
+
+    def tokenize_many(self, texts: list[str], langs: list[str]) -> list[list[str]]:
+        """:meth:`tokenize` for many texts; Kiwi analyses the Korean parts in one batch (faster)."""
+        if len(texts) != len(langs):
+            raise ValueError(f"{len(texts)} texts but {len(langs)} languages")
+        for lang in set(langs):
+            self._check(lang)
+        parts = [split_runs(normalize(t)) for t in texts]
+        ko_idx = [i for i, (_, _, rest) in enumerate(parts) if HANGUL.search(rest)]
+        ko_out: dict[int, list[str]] = {}
+        if ko_idx:
+            for i, toks in zip(ko_idx, self._ko.tokenize_many([parts[i][2] for i in ko_idx]), strict=True):
+                ko_out[i] = toks
+        out = []
+        for i, (han, latin, _) in enumerate(parts):
+            a = self._analyze_runs(han, latin, ko_out.get(i, []))
+            out.append([*a.tokens, *a.readings])
+        return out
+
+    def identity(self) -> dict:
+        """Everything that decides the tokens, for the index manifest (a query must be analysed alike)."""
+        import jieba
+        import kiwipiepy
+
+        return {
+            "analyzer_version": ANALYZER_VERSION,
+            "en_stem": self.cfg.en_stem,
+            "en_allowlist": sorted(w.lower() for w in self.cfg.en_allowlist),
+            "hanja_readings": self.cfg.hanja_readings,
+            "opencc": self.cfg.opencc,
+            "lexicon_hash": self.lexicon.content_hash() if self.lexicon is not None else "",
+            "kiwipiepy": kiwipiepy.__version__,
+            "jieba": jieba.__version__,
+        }
+
+    def identity_hash(self) -> str:
+        import hashlib
+
+        blob = json.dumps(self.identity(), sort_keys=True, ensure_ascii=False).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+_CACHE: dict[str, Analyzer] = {}
+
+
+def get_analyzer(cfg: Config) -> Analyzer:
+    """One Analyzer (one Kiwi, one jieba) per process and per text settings + lexicon content."""
+    from dataclasses import asdict
+
+    from hanrag.lexicon import load_lexicons
+
+    lexicon = load_lexicons(cfg)
+    key = json.dumps(asdict(cfg.text), sort_keys=True) + lexicon.content_hash()
+    if key not in _CACHE:
+        _CACHE[key] = Analyzer(cfg.text, lexicon)
+    return _CACHE[key]
+
+
+__all__ = ["Analysis", "Analyzer", "get_analyzer"]
