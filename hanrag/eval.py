@@ -111,3 +111,172 @@ def evaluate_run(
     if isinstance(scores, float):
         scores = {metrics[0]: scores}
     return {m: float(scores[m]) for m in metrics}
+
+
+# -- ablations and reports (hanrag eval) ------------------------------------------------------------
+
+
+def ablation_configs(cfg) -> dict:  # noqa: ANN001 - Config
+    """name -> (mode, Config): one run per pipeline stage, all from the user's config.
+
+    bm25 and dense alone, each fusion (min-max, z-score, RRF k=60 and k=2), the reference
+    rule preset, the hanrag default, without fill / diversity / cross-lingual, and
+    +rerank when ``search.rerank.model`` is set (every other row runs without it).
+    """
+    import copy
+
+    base = copy.deepcopy(cfg)
+    base.search.rerank.model = ""
+
+    def v(**changes):  # noqa: ANN202
+        c = copy.deepcopy(base)
+        for key, value in changes.items():
+            setattr(c.search, key, value)
+        return c
+
+    out = {
+        "bm25": ("bm25", v()),
+        "dense": ("dense", v()),
+        "minmax": ("hybrid", v(fusion="minmax")),
+        "zscore": ("hybrid", v(fusion="zscore")),
+        "rrf k=60": ("hybrid", v(fusion="rrf", rrf_k=60.0)),
+        "rrf k=2": ("hybrid", v(fusion="rrf", rrf_k=2.0)),
+        "reference preset": ("hybrid", v(preset="reference", cross_lingual=False)),
+        "no fill (zero)": ("hybrid", v(fill_missing=False)),
+        "no diversity": ("hybrid", v(diversity=False)),
+        "no cross-lingual": ("hybrid", v(cross_lingual=False)),
+        "hanrag default": ("hybrid", v()),
+    }
+    if cfg.search.rerank.model:
+        out["+rerank"] = ("hybrid", copy.deepcopy(cfg))
+    return out
+
+
+@dataclass(frozen=True)
+class EvalTask:
+    """One query set to run against an index: ids in the run are mapped back to the qrels' doc ids."""
+
+    name: str
+    queries: tuple[EvalQuery, ...]
+    qrels: dict[str, dict[str, int]]
+    prefix: str = ""  # chunk ids in a merged index carry "<set>/"
+
+
+def run_ablations(
+    backend,  # noqa: ANN001 - IndexBackend
+    cfg,  # noqa: ANN001 - Config
+    tasks: list[EvalTask],
+    *,
+    embedder=None,  # noqa: ANN001
+    analyzer=None,  # noqa: ANN001
+    lexicon=None,  # noqa: ANN001
+    top_k: int = 100,
+    progress=None,  # noqa: ANN001 - callable(str) or None
+) -> dict[str, dict[str, dict[str, float]]]:
+    """label -> set -> metrics. Query vectors are computed once and shared by every row."""
+    import numpy as np
+
+    from hanrag.search.searcher import Searcher
+
+    qvecs: dict[tuple[str, str], np.ndarray] = {}
+    if embedder is not None:
+        for task in tasks:
+            vecs = np.asarray(embedder.encode_queries([q.text for q in task.queries]), dtype=np.float32)
+            for q, vec in zip(task.queries, vecs, strict=True):
+                qvecs[(task.name, q.qid)] = vec
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for label, (mode, c) in ablation_configs(cfg).items():
+        searcher = Searcher(backend, c, embedder=embedder, analyzer=analyzer, lexicon=lexicon)
+        for task in tasks:
+            run: dict[str, dict[str, float]] = {}
+            for q in task.queries:
+                qvec = qvecs.get((task.name, q.qid))
+                if mode != "bm25" and qvec is None:
+                    raise ValueError("dense and hybrid rows need an embedder")
+                hits = searcher.search(q.text, top_k=top_k, mode=mode, qvec=qvec)
+                ranked: dict[str, float] = {}
+                for h in hits:  # a document's best chunk stands for it
+                    ranked.setdefault(_strip(h.chunk.doc_id, task.prefix), float(h.score))
+                run[q.qid] = ranked
+            results.setdefault(label, {})[task.name] = evaluate_run(task.qrels, run)
+        if progress:
+            progress(label)
+    return results
+
+
+def _strip(doc_id: str, prefix: str) -> str:
+    if not prefix:
+        return doc_id
+    return doc_id[len(prefix) :] if doc_id.startswith(prefix) else "other:" + doc_id
+
+
+def markdown_report(results: dict[str, dict[str, dict[str, float]]], title: str = "hanrag eval") -> str:
+    sets = list(dict.fromkeys(s for row in results.values() for s in row))
+    lines = [f"# {title}", ""]
+    for metric in DEFAULT_METRICS:
+        lines += [
+            f"## {metric}",
+            "",
+            "| config | " + " | ".join(sets) + " | mean |",
+            "| --- | " + " | ".join("---:" for _ in sets) + " | ---: |",
+        ]
+        for label, row in results.items():
+            vals = [row[s][metric] for s in sets if s in row]
+            cells = [f"{row[s][metric]:.3f}" if s in row else "—" for s in sets]
+            mean = sum(vals) / len(vals) if vals else float("nan")
+            lines.append(f"| {label} | " + " | ".join(cells) + f" | {mean:.3f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_report(
+    results: dict[str, dict[str, dict[str, float]]],
+    out_dir: str | Path,
+    title: str = "hanrag eval",
+    extra: dict | None = None,
+) -> dict[str, Path]:
+    """report.md, report.json and chart.png (nDCG@10 per set and config) in ``out_dir``; atomic writes."""
+    import os
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"markdown": out / "report.md", "json": out / "report.json", "chart": out / "chart.png"}
+
+    def _atomic(path: Path, data: bytes) -> None:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+
+    _atomic(paths["markdown"], markdown_report(results, title).encode())
+    payload = {"title": title, "metrics": list(DEFAULT_METRICS), "results": results, **(extra or {})}
+    _atomic(paths["json"], json.dumps(payload, indent=2, ensure_ascii=False).encode())
+    _atomic(paths["chart"], _chart(results, title))
+    return paths
+
+
+def _chart(results: dict[str, dict[str, dict[str, float]]], title: str) -> bytes:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sets = list(dict.fromkeys(s for row in results.values() for s in row))
+    labels = list(results)
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(sets) + 2), 4.5))
+    width = 0.8 / max(1, len(labels))
+    for i, label in enumerate(labels):
+        xs = [j + i * width for j in range(len(sets))]
+        ys = [results[label].get(s, {}).get("ndcg@10", 0.0) for s in sets]
+        ax.bar(xs, ys, width, label=label)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(sets))], sets, rotation=15, fontsize=8)
+    ax.set_ylabel("nDCG@10")
+    ax.set_ylim(0, 1)
+    ax.set_title(title)
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return buf.getvalue()

@@ -37,10 +37,14 @@ def test_chunk_writes_utf8_jsonl_and_leaves_corpus_alone(tmp_path):
     assert nosrc.read_bytes() == before
 
 
-def test_demo_summary_json():
-    result = runner.invoke(app, ["demo", str(EXAMPLES), "--json", "--config", str(ROOT / "examples" / "hanrag.toml")])
+def test_demo_summary_json(tmp_path):
+    args = ["demo", str(EXAMPLES), "--json", "--index", str(tmp_path / "ix"), "--config", str(ROOT / "examples" / "hanrag.toml")]
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.stdout)
+    out = json.loads(result.stdout)
+    summary = out["corpus"]
+    assert out["build"]["chunks"] == summary["chunks"]
+    assert all(q["hits"] for q in out["queries"]), "every sample query finds something"
     assert summary["chunks"] > 50
     assert set(summary["chunks_by_lang"]) == {"ko", "zh", "en"}
     assert {0, 1, 99} <= {int(k) for k in summary["chunks_by_tier"]}

@@ -32,7 +32,9 @@ class IndexBackend(Protocol):
         """All chunks of one document in text order."""
         ...
 
-    def sparse_search(self, query: Mapping[str, float], k: int, filters: Filters | None = None) -> list[tuple[str, float]]:
+    def sparse_search(
+        self, query: Mapping[str, float], k: int, filters: Filters | None = None
+    ) -> list[tuple[str, float]]:
         """BM25 top-k for weighted query tokens (token -> weight), best first, filters applied first."""
         ...
 

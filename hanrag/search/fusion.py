@@ -1,0 +1,114 @@
+"""Fuse BM25 and dense candidate scores into one ranking.
+
+Candidates are the union of both retrievers' top-K. Each retriever's scores are
+normalised over the candidate set (min-max or z-score) and combined with the
+plan's weights, or the candidates are ranked per retriever and combined by
+weighted reciprocal rank (RRF, explicit ``k``). A candidate found by only one
+retriever either carries its exactly computed missing score (``filled``) or has
+no score from the other retriever (normalised to 0 / no RRF contribution).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FUSIONS = ("minmax", "zscore", "rrf")
+
+
+@dataclass(frozen=True)
+class Fused:
+    """Per-candidate arrays, aligned with ``ids``; NaN raw score = not known."""
+
+    ids: tuple[str, ...]
+    bm25_raw: np.ndarray
+    dense_raw: np.ndarray
+    bm25_norm: np.ndarray
+    dense_norm: np.ndarray
+    fused: np.ndarray
+    method: str
+
+    def order(self) -> np.ndarray:
+        """Candidate indices best first (ties broken by candidate order, i.e. stable)."""
+        return np.argsort(-self.fused, kind="stable")
+
+
+def minmax(scores: np.ndarray) -> np.ndarray:
+    """Scale known (non-NaN) scores to [0, 1]; unknown -> 0.
+
+    All-equal scores carry no ranking information: they map to 1 when positive
+    (every candidate matched equally) and 0 otherwise.
+    """
+    out = np.zeros(len(scores), dtype=np.float64)
+    known = ~np.isnan(scores)
+    if not known.any():
+        return out
+    vals = scores[known].astype(np.float64)
+    lo, hi = float(vals.min()), float(vals.max())
+    if hi - lo <= 1e-12:
+        out[known] = 1.0 if hi > 0 else 0.0
+    else:
+        out[known] = (vals - lo) / (hi - lo)
+    return out
+
+
+def zscore(scores: np.ndarray) -> np.ndarray:
+    """Standardise known scores (mean 0, std 1); unknown -> the known minimum's z (no credit)."""
+    out = np.zeros(len(scores), dtype=np.float64)
+    known = ~np.isnan(scores)
+    if not known.any():
+        return out
+    vals = scores[known].astype(np.float64)
+    std = float(vals.std())
+    if std <= 1e-12:
+        return out
+    z = (vals - vals.mean()) / std
+    out[known] = z
+    # an unknown score is treated as "no better than the worst known one"
+    out[~known] = float(z.min())
+    return out
+
+
+def rrf_ranks(scores: np.ndarray, k: float) -> np.ndarray:
+    """1 / (k + rank) with rank 1 = best known score; unknown -> 0."""
+    out = np.zeros(len(scores), dtype=np.float64)
+    known = np.flatnonzero(~np.isnan(scores))
+    if len(known) == 0:
+        return out
+    order = known[np.argsort(-scores[known], kind="stable")]
+    out[order] = 1.0 / (k + np.arange(1, len(order) + 1, dtype=np.float64))
+    return out
+
+
+def fuse(
+    ids: list[str] | tuple[str, ...],
+    bm25: np.ndarray,
+    dense: np.ndarray,
+    bm25_weight: float,
+    dense_weight: float,
+    method: str = "minmax",
+    rrf_k: float = 2.0,
+) -> Fused:
+    """Combine aligned raw score arrays (NaN = retriever gave no score) into one fused score."""
+    if method not in FUSIONS:
+        raise ValueError(f"unknown fusion {method!r}; expected one of {', '.join(FUSIONS)}")
+    if rrf_k <= 0 and method == "rrf":
+        raise ValueError(f"rrf_k must be > 0, got {rrf_k}")
+    bm25 = np.asarray(bm25, dtype=np.float64)
+    dense = np.asarray(dense, dtype=np.float64)
+    if not (len(ids) == len(bm25) == len(dense)):
+        raise ValueError("ids, bm25 and dense must have the same length")
+    if method == "minmax":
+        bn, dn = minmax(bm25), minmax(dense)
+    elif method == "zscore":
+        bn, dn = zscore(bm25), zscore(dense)
+    else:
+        bn, dn = rrf_ranks(bm25, rrf_k), rrf_ranks(dense, rrf_k)
+    fused = bm25_weight * bn + dense_weight * dn
+    return Fused(tuple(ids), bm25, dense, bn, dn, fused, method)
+
+
+def candidate_count(top_k: int, configured: int = 0) -> int:
+    """K per retriever: the configured value, else max(20, 4 x top_k)."""
+    return configured if configured > 0 else max(20, 4 * top_k)

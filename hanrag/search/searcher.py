@@ -1,0 +1,296 @@
+"""The search pipeline: plan -> retrieve -> fuse -> rerank -> diversify -> hits.
+
+Written against :class:`hanrag.backends.base.IndexBackend` only, so the same
+code runs on the embedded snapshot and on Milvus. Filters go to the backend
+(applied before top-K). Near-duplicates are never returned by the backend; the
+kept hit lists their sources in ``also_in``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hanrag.backends.base import IndexBackend
+from hanrag.config import Config
+from hanrag.records import Chunk, Explanation, Filters, Hit, QueryPlan
+from hanrag.search.diversity import apply_diversity
+from hanrag.search.fusion import Fused, candidate_count, fuse
+from hanrag.search.plan import QueryPlanner
+
+LANGS = ("ko", "zh", "en")
+
+
+@dataclass
+class StageTimes:
+    """Seconds spent per stage of the last search (for benchmarks and the server's timing header)."""
+
+    plan: float = 0.0
+    bm25: float = 0.0
+    embed: float = 0.0
+    dense: float = 0.0
+    fusion: float = 0.0
+    rerank: float = 0.0
+    total: float = 0.0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def _with_lang(filters: Filters | None, lang: str) -> Filters:
+    base = filters or Filters()
+    if base.lang and lang not in base.lang:
+        return Filters(lang=("__none__",))  # the user's filter already excludes this language
+    return Filters(lang=(lang,), tier=base.tier, provenance=base.provenance, source_glob=base.source_glob,
+                   labels=base.labels)
+
+
+class Searcher:
+    """Hybrid search over one backend. Heavy objects (embedder, analyzer, lexicon) are loaded once by the caller."""
+
+    def __init__(self, backend: IndexBackend, cfg: Config, embedder=None, analyzer=None, lexicon=None, reranker=None):
+        self.backend = backend
+        self.cfg = cfg
+        self.embedder = embedder
+        if analyzer is None:
+            from hanrag.text import get_analyzer
+
+            analyzer = get_analyzer(cfg)
+        if lexicon is None:
+            from hanrag.lexicon import load_lexicons
+
+            lexicon = load_lexicons(cfg)
+        self.analyzer = analyzer
+        self.lexicon = lexicon
+        self.planner = QueryPlanner(cfg, analyzer, lexicon)
+        self._reranker = reranker
+        self.last_times = StageTimes()
+        self._index_langs: tuple[str, ...] | None = None
+
+    # -- pieces -------------------------------------------------------------------------------------
+    @property
+    def reranker(self):
+        if self._reranker is None and self.cfg.search.rerank.model:
+            from hanrag.search.rerank import Reranker
+
+            self._reranker = Reranker(self.cfg.search.rerank)
+        return self._reranker
+
+    def index_langs(self) -> tuple[str, ...]:
+        """Languages present in the index (from the manifest's per-language counts when given)."""
+        if self._index_langs is None:
+            counts = (self.backend.manifest() or {}).get("langs") or {}
+            langs = tuple(lang for lang in LANGS if counts.get(lang, 0) > 0) if isinstance(counts, dict) else ()
+            self._index_langs = langs or LANGS
+        return self._index_langs
+
+    def plan(self, query: str, mode: str = "hybrid") -> QueryPlan:
+        return self.planner.plan(query, mode)[0]
+
+    def embed_query(self, query: str) -> np.ndarray:
+        if self.embedder is None:
+            raise RuntimeError("dense search needs an embedder (pass embedder= or use hanrag.open)")
+        vec = np.asarray(self.embedder.encode_queries([query]), dtype=np.float32).reshape(-1)
+        return vec
+
+    # -- pipeline -----------------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        top_k: int = 10,
+        mode: str = "hybrid",
+        filters: Filters | None = None,
+        explain: bool = False,
+        qvec: np.ndarray | None = None,
+    ) -> list[Hit]:
+        """Top-``top_k`` hits for ``query``. ``qvec`` skips query embedding (benchmarks with cached vectors)."""
+        if not query or not query.strip():
+            raise ValueError("empty query")
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        if filters is not None and filters.is_empty():
+            filters = None
+        sc = self.cfg.search
+        times = StageTimes()
+        t0 = time.perf_counter()
+        plan, weights = self.planner.plan(query, mode)
+        self.last_plan = plan
+        times.plan = time.perf_counter() - t0
+        k = candidate_count(top_k, sc.candidates)
+        if sc.rerank.model:
+            k = max(k, sc.rerank.candidates)
+
+        bm25: dict[str, float] = {}
+        dense: dict[str, float] = {}
+        if mode != "dense" and weights:
+            t = time.perf_counter()
+            bm25 = dict(self.backend.sparse_search(weights, k, filters))
+            times.bm25 = time.perf_counter() - t
+        if mode != "bm25":
+            t = time.perf_counter()
+            if qvec is None:
+                qvec = self.embed_query(query)
+            times.embed = time.perf_counter() - t
+            t = time.perf_counter()
+            dense = dict(self.backend.dense_search(qvec, k, filters))
+            times.dense = time.perf_counter() - t
+
+        ids = list(dict.fromkeys([*bm25, *dense]))
+        if not ids:
+            times.total = time.perf_counter() - t0
+            self.last_times = times
+            return []
+        chunks = dict(zip(ids, self.backend.get_chunks(ids), strict=True))
+
+        # cross-lingual: the query's own language has weak lexical evidence -> let other languages compete
+        offsets: dict[str, float] = {}
+        if mode == "hybrid" and sc.cross_lingual:
+            own = [s for cid, s in bm25.items() if chunks[cid].lang == plan.lang]
+            weak = (max(own) if own else 0.0) < sc.xling_min_bm25
+            plan = self.planner.replan(plan, weak)
+            if weak and plan.lang == "en" and sc.xling_translate_weight > 0:
+                t = time.perf_counter()
+                plan, weights, bm25 = self._translate(plan, weights, k, filters, bm25, chunks)
+                ids = list(dict.fromkeys([*ids, *bm25]))
+                times.bm25 += time.perf_counter() - t
+            if weak and sc.xling_calibration == "center" and qvec is not None:
+                t = time.perf_counter()
+                offsets = self._cross_lingual(qvec, k, filters, plan.lang, dense, chunks)
+                ids = list(dict.fromkeys([*ids, *dense]))
+                times.dense += time.perf_counter() - t
+
+        t = time.perf_counter()
+        b_arr = np.array([bm25.get(c, np.nan) for c in ids], dtype=np.float64)
+        d_arr = np.array([dense.get(c, np.nan) for c in ids], dtype=np.float64)
+        if sc.fill_missing and mode == "hybrid":
+            miss_b = [i for i, c in enumerate(ids) if c not in bm25]
+            miss_d = [i for i, c in enumerate(ids) if c not in dense]
+            if miss_b and weights:
+                b_arr[miss_b] = self.backend.sparse_scores(weights, [ids[i] for i in miss_b])
+            if miss_d and qvec is not None:
+                d_arr[miss_d] = self.backend.dense_scores(qvec, [ids[i] for i in miss_d])
+        if offsets:
+            d_arr = d_arr - np.array([offsets.get(chunks[c].lang, 0.0) for c in ids])
+        if mode == "hybrid":
+            fused = fuse(ids, b_arr, d_arr, plan.bm25_weight, plan.dense_weight, sc.fusion, sc.rrf_k)
+        else:  # a single retriever: its raw score is the ranking
+            raw = b_arr if mode == "bm25" else d_arr
+            fused = Fused(tuple(ids), b_arr, d_arr, np.nan_to_num(b_arr), np.nan_to_num(d_arr),
+                          np.nan_to_num(raw, nan=-np.inf), mode)
+        order = [int(i) for i in fused.order()]
+        times.fusion = time.perf_counter() - t
+
+        scores = [float(fused.fused[i]) for i in order]
+        rerank_raw: dict[int, float] = {}
+        if self.reranker is not None:
+            t = time.perf_counter()
+            n = min(len(order), max(sc.rerank.candidates, top_k))
+            head = order[:n]
+            rr = self.reranker.rerank(query, [chunks[ids[i]].text for i in head], scores[:n])
+            rerank_raw = {i: float(r) for i, r in zip(head, rr.raw, strict=True)}
+            new_head = sorted(range(n), key=lambda j: (-rr.final[j], j))
+            order = [head[j] for j in new_head] + order[n:]
+            tail_cap = float(rr.final.min()) if n else 0.0
+            # reranked hits stay above the un-reranked tail (their scores live on another scale)
+            scores = [float(rr.final[j]) for j in new_head] + [tail_cap - 1.0 - r for r in range(len(order) - n)]
+            times.rerank = time.perf_counter() - t
+
+        penalties = [1.0] * len(order)
+        if sc.diversity:
+            sources = [chunks[ids[i]].source or chunks[ids[i]].doc_id for i in order]
+            div_order, penalties, finals = apply_diversity(scores, sources, sc.diversity_factors)
+            order = [order[j] for j in div_order]
+            penalties = [penalties[j] for j in div_order]
+            pre = [scores[j] for j in div_order]
+            scores = [finals[j] for j in div_order]
+        else:
+            pre = list(scores)
+
+        top = order[:top_k]
+        dups = self.backend.duplicates_of([ids[i] for i in top])
+        hits = []
+        for rank, i in enumerate(top, 1):
+            cid = ids[i]
+            exp = None
+            if explain:
+                exp = self._explain(plan, weights, fused, i, chunks[cid], pre[rank - 1], rerank_raw.get(i),
+                                    penalties[rank - 1], scores[rank - 1], cid in bm25, cid in dense)
+            hits.append(Hit(chunks[cid], float(scores[rank - 1]), rank, tuple(dups.get(cid, ())), exp))
+        times.total = time.perf_counter() - t0
+        self.last_times = times
+        self.last_plan = plan
+        return hits
+
+    def _translate(self, plan: QueryPlan, weights: dict[str, float], k: int, filters: Filters | None,
+                   bm25: dict[str, float], chunks: dict[str, Chunk]):
+        """Add dictionary translations (en -> zh) to the BM25 query and retrieve again."""
+        from hanrag.search.xling import translate_query
+
+        trans = translate_query(plan.query, self.analyzer, self.cfg.search.xling_translate_weight)
+        trans = {t: w for t, w in trans.items() if t not in weights}
+        if not trans:
+            return plan, weights, bm25
+        weights = {**weights, **trans}
+        bm25 = dict(self.backend.sparse_search(weights, k, filters))
+        new = [cid for cid in bm25 if cid not in chunks]
+        if new:
+            chunks.update(zip(new, self.backend.get_chunks(new), strict=True))
+        plan = dataclasses.replace(plan, expansions=plan.expansions + tuple(trans.items()))
+        return plan, weights, bm25
+
+    def _cross_lingual(
+        self, qvec: np.ndarray, k: int, filters: Filters | None, own: str, dense: dict[str, float],
+        chunks: dict[str, Chunk],
+    ) -> dict[str, float]:
+        """Draw dense candidates per corpus language and centre each language on its own pool.
+
+        Returns per-language offsets (pool mean minus the query language's pool mean):
+        subtracting them puts every language's candidates on the same footing, so a
+        strongly same-language-biased encoder no longer buries the other script.
+        """
+        means: dict[str, float] = {}
+        for lang in self.index_langs():
+            hits = self.backend.dense_search(qvec, k, _with_lang(filters, lang))
+            if not hits:
+                continue
+            means[lang] = float(np.mean([s for _, s in hits]))
+            new = [cid for cid, _ in hits if cid not in chunks]
+            for cid, s in hits:
+                dense.setdefault(cid, s)
+            if new:
+                chunks.update(zip(new, self.backend.get_chunks(new), strict=True))
+        ref = means.get(own, max(means.values()) if means else 0.0)
+        return {lang: m - ref for lang, m in means.items()}
+
+    def _explain(self, plan: QueryPlan, weights: dict[str, float], fused: Fused, i: int, chunk: Chunk, pre: float,
+                 rerank: float | None, penalty: float, final: float, by_bm25: bool, by_dense: bool) -> Explanation:
+        def num(x: float) -> float | None:
+            return None if np.isnan(x) else float(x)
+
+        tokens = set(self.analyzer.tokenize(chunk.text, chunk.lang))
+        exp_tokens = {t for t, _ in plan.expansions}
+        matched = tuple(t for t in weights if t in tokens and t not in exp_tokens)
+        matched_exp = tuple(t for t in weights if t in tokens and t in exp_tokens)
+        return Explanation(
+            bm25_raw=num(fused.bm25_raw[i]),
+            bm25_norm=float(fused.bm25_norm[i]) if plan.mode != "dense" else None,
+            dense_raw=num(fused.dense_raw[i]),
+            dense_norm=float(fused.dense_norm[i]) if plan.mode != "bm25" else None,
+            bm25_weight=plan.bm25_weight,
+            dense_weight=plan.dense_weight,
+            rule=plan.rule,
+            fusion=fused.method,
+            fused=float(fused.fused[i]),
+            rerank=rerank,
+            penalty=float(penalty),
+            final=float(final),
+            matched_tokens=matched,
+            matched_expansions=matched_exp,
+            found_by=tuple(n for n, ok in (("bm25", by_bm25), ("dense", by_dense)) if ok),
+        )
+
+
+def search_many(searcher: Searcher, queries: Sequence[str], **kw) -> list[list[Hit]]:
+    return [searcher.search(q, **kw) for q in queries]

@@ -1,0 +1,135 @@
+"""Fusion arithmetic, diversity factors and rule selection (pure functions)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from hanrag.config import Config, RuleConfig
+from hanrag.search.diversity import apply_diversity, diversity_factors
+from hanrag.search.fusion import candidate_count, fuse, minmax, rrf_ranks, zscore
+from hanrag.search.plan import QueryFeatures, is_question, rules_for, select_rule
+from hanrag.search.presets import PRESETS
+
+NAN = float("nan")
+
+
+def test_minmax_scales_known_and_zeroes_unknown():
+    out = minmax(np.array([2.0, 4.0, NAN, 3.0]))
+    assert out.tolist() == [0.0, 1.0, 0.0, 0.5]
+
+
+def test_minmax_constant_scores():
+    assert minmax(np.array([3.0, 3.0])).tolist() == [1.0, 1.0]
+    assert minmax(np.array([0.0, 0.0])).tolist() == [0.0, 0.0]
+
+
+def test_zscore_unknown_gets_worst_known():
+    out = zscore(np.array([1.0, 3.0, NAN]))
+    assert out[0] == pytest.approx(-1.0) and out[1] == pytest.approx(1.0) and out[2] == pytest.approx(-1.0)
+
+
+def test_rrf_ranks_explicit_k():
+    out = rrf_ranks(np.array([0.1, 0.9, NAN, 0.5]), k=2)
+    assert out.tolist() == pytest.approx([1 / 5, 1 / 3, 0.0, 1 / 4])
+
+
+def test_fuse_minmax_weights():
+    f = fuse(["a", "b", "c"], np.array([10.0, 0.0, 5.0]), np.array([0.5, 0.9, 0.7]), 0.4, 0.6, "minmax")
+    # a: 0.4*1 + 0.6*0 ; b: 0 + 0.6*1 ; c: 0.4*0.5 + 0.6*0.5
+    assert f.fused.tolist() == pytest.approx([0.4, 0.6, 0.5])
+    assert [f.ids[i] for i in f.order()] == ["b", "c", "a"]
+
+
+def test_fuse_rrf_weighted():
+    f = fuse(["a", "b"], np.array([2.0, 1.0]), np.array([0.1, 0.2]), 0.5, 0.5, "rrf", rrf_k=60)
+    assert f.fused[0] == pytest.approx(0.5 / 61 + 0.5 / 62)
+    assert f.fused[1] == pytest.approx(0.5 / 62 + 0.5 / 61)
+
+
+def test_fill_vs_zero_changes_ranking():
+    # "b" was found by dense only; its true BM25 score is high once filled in
+    ids = ["a", "b", "c"]
+    dense = np.array([0.80, 0.82, 0.70])
+    zero = fuse(ids, np.array([5.0, NAN, 1.0]), dense, 0.5, 0.5, "minmax")
+    filled = fuse(ids, np.array([5.0, 4.9, 1.0]), dense, 0.5, 0.5, "minmax")
+    assert [zero.ids[i] for i in zero.order()] == ["a", "b", "c"]
+    assert [filled.ids[i] for i in filled.order()] == ["b", "a", "c"]
+    assert filled.fused[1] == pytest.approx(0.5 * 3.9 / 4 + 0.5 * 1.0)
+    assert math.isnan(zero.bm25_raw[1]) and zero.bm25_norm[1] == 0.0
+
+
+def test_fuse_rejects_bad_input():
+    with pytest.raises(ValueError, match="unknown fusion"):
+        fuse(["a"], np.array([1.0]), np.array([1.0]), 0.5, 0.5, "max")
+    with pytest.raises(ValueError, match="same length"):
+        fuse(["a", "b"], np.array([1.0]), np.array([1.0]), 0.5, 0.5)
+
+
+def test_candidate_count():
+    assert candidate_count(1) == 20 and candidate_count(10) == 40 and candidate_count(10, 7) == 7
+
+
+def test_diversity_factors_default_and_cap():
+    f = diversity_factors(["s", "s", "t", "s", "s", "s", ""])
+    assert f == [1.0, 0.95, 1.0, 0.90, 0.85, 0.85, 1.0]
+    assert diversity_factors(["s", "s"], [1.0, 0.5]) == [1.0, 0.5]
+    assert diversity_factors(["s", "s"], []) == [1.0, 1.0]
+
+
+def test_apply_diversity_reorders():
+    order, pen, final = apply_diversity([1.0, 0.99, 0.96], ["s", "s", "t"])
+    assert order == [0, 2, 1]
+    assert pen == [1.0, 0.95, 1.0]
+    assert final[1] == pytest.approx(0.99 * 0.95)
+
+
+def feats(lang="ko", hanja=0.0, chars=10, term=False, q=True):
+    return QueryFeatures(lang, hanja, chars, term, q)
+
+
+def test_reference_rules():
+    ref = PRESETS["reference"]
+    assert select_rule(ref, feats(hanja=0.5)).name == "ref:hanja"
+    assert select_rule(ref, feats(hanja=0.3)).name != "ref:hanja"  # strict >
+    assert select_rule(ref, feats(chars=8, term=True)).name == "ref:short-term"
+    assert select_rule(ref, feats(chars=21, term=False)).name == "ref:long-no-term"
+    assert select_rule(ref, feats(chars=21, term=True)).name == "ref:default"
+    r = select_rule(ref, feats(chars=30))
+    assert (r.bm25, r.dense) == (0.25, 0.75)
+
+
+def test_weak_lexical_rule_only_after_evidence():
+    rules = [RuleConfig(name="weak", bm25=0.1, dense=0.9, weak_lexical=True), RuleConfig(name="any")]
+    assert select_rule(rules, feats()).name == "any"
+    assert select_rule(rules, feats(), weak_lexical=False).name == "any"
+    assert select_rule(rules, feats(), weak_lexical=True).name == "weak"
+
+
+def test_hanrag_preset_depends_on_language():
+    rules = PRESETS["hanrag"]
+    assert select_rule(rules, feats(lang="ko")).name != select_rule(rules, feats(lang="zh")).name
+    for r in rules:
+        assert r.bm25 + r.dense == pytest.approx(1.0)
+
+
+def test_rules_for_custom_and_unknown():
+    cfg = Config()
+    assert rules_for(cfg) == PRESETS["hanrag"]
+    cfg.search.preset = "custom"
+    with pytest.raises(ValueError, match="custom"):
+        rules_for(cfg)
+    cfg.search.rules = [RuleConfig(name="x")]
+    assert [r.name for r in rules_for(cfg)] == ["x"]
+    cfg.search.preset = "nope"
+    with pytest.raises(ValueError, match="unknown search.preset"):
+        rules_for(cfg)
+
+
+def test_is_question():
+    assert is_question("대한민국의 수도는 어디인가?", "ko")
+    assert is_question("北京是什么", "zh")
+    assert is_question("What is BM25", "en")
+    assert not is_question("kubernetes pod restart", "en")

