@@ -34,13 +34,18 @@ Markdown, not on the version alone:
   re-rendered, and only pages whose content hash differs from the state are handed on as
   changed. A full sync fetches bodies but, through the builder's chunk-hash embedding
   cache, still embeds only chunks whose text changed.
+
+**One source per index folder.** A sync publishes a snapshot of exactly the synced pages,
+and a corpus build one of exactly the corpus files, so running one over the other's index
+would silently replace every document. :func:`index_source` tells them apart (the sync
+state, else the current snapshot's document ids) and both refuse a foreign index with
+:class:`IndexSourceError`; to search a file corpus and Confluence, build two index folders.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -49,6 +54,7 @@ from typing import Any
 
 from hanrag.config import Config
 from hanrag.embed import Embedder
+from hanrag.index.store import IndexBuildError, IndexLoadError, atomic_write_bytes, current_snapshot_dir
 from hanrag.records import Document, Finding
 from hanrag.sources.confluence import (
     PAGE_EXPAND,
@@ -160,12 +166,7 @@ def state_dir(index_dir: str | Path) -> Path:
 
 def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    atomic_write_bytes(path, data)
 
 
 def load_state(index_dir: str | Path) -> SyncState:
@@ -202,6 +203,51 @@ def load_documents(index_dir: str | Path) -> dict[str, Document]:
 def save_documents(index_dir: str | Path, docs: Iterable[Document]) -> None:
     lines = [json.dumps(d.to_dict(), ensure_ascii=False) for d in sorted(docs, key=lambda d: d.doc_id)]
     _atomic_write(state_dir(index_dir) / DOCS_FILE, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+# --- which source an index holds --------------------------------------------------------------
+
+
+class IndexSourceError(IndexBuildError):
+    """An index folder holds documents of another source (files vs. Confluence); nothing was changed."""
+
+
+def index_source(index_dir: str | Path) -> str:
+    """``"confluence"``, ``"files"`` or ``"none"`` (no index yet, or an empty one).
+
+    The sync state marks a Confluence index; without it (a first sync interrupted after
+    publishing, before saving its state) the current snapshot's first document id decides,
+    since every synced page's id starts with ``confluence:``.
+    """
+    index_dir = Path(index_dir)
+    if (state_dir(index_dir) / STATE_FILE).is_file() or (state_dir(index_dir) / DOCS_FILE).is_file():
+        return "confluence"
+    try:
+        with open(current_snapshot_dir(index_dir) / "chunks.jsonl", encoding="utf-8") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        doc_id = str(json.loads(first).get("doc_id", "")) if first else ""
+    except (IndexLoadError, OSError, ValueError, AttributeError):
+        return "none"
+    if not doc_id:
+        return "none"
+    return "confluence" if doc_id.startswith("confluence:") else "files"
+
+
+def check_index_source(index_dir: str | Path, wanted: str) -> None:
+    """Raise :class:`IndexSourceError` when ``index_dir`` holds another source than ``wanted``."""
+    found = index_source(index_dir)
+    if found in ("none", wanted):
+        return
+    if found == "confluence":
+        raise IndexSourceError(
+            f"{index_dir}: this index is synced from Confluence; building it from a corpus folder would replace "
+            "every synced page. Use `hanrag sync confluence` (or POST /index/rebuild with source confluence), "
+            "or build the corpus into another index folder"
+        )
+    raise IndexSourceError(
+        f"{index_dir}: this index was built from a corpus folder; a Confluence sync would replace every file "
+        "document. Sync into another index folder (`hanrag sync confluence --index OTHER`)"
+    )
 
 
 # --- the sync --------------------------------------------------------------------------------
@@ -265,6 +311,7 @@ def sync_confluence(
 
     t0 = time.perf_counter()
     index_dir = Path(index_dir)
+    check_index_source(index_dir, "confluence")
     ccfg = cfg.confluence
     started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     state = load_state(index_dir)

@@ -95,6 +95,11 @@ def lint(documents: list[Document] | tuple[Document, ...], read_findings: list[F
 def prepare_corpus(root: Path, cfg: Config) -> PreparedCorpus:
     """Read ``root``, lint it and choose the documents to index. Never touches the files."""
     documents, read_findings = read_corpus(Path(root), cfg)
+    return prepare_documents(documents, read_findings, cfg)
+
+
+def prepare_documents(documents: list[Document], read_findings: list[Finding], cfg: Config) -> PreparedCorpus:
+    """Lint documents from any source (files, connectors) and choose the ones to index."""
     findings = lint(documents, read_findings, cfg)
     indexable: list[Document] = []
     excluded: list[tuple[str, str]] = []

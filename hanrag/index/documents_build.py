@@ -29,18 +29,11 @@ def build_from_documents(
 ) -> BuildReport:
     """Lint, chunk and index ``documents``; publish a new snapshot of exactly this document set."""
     from hanrag.chunking import chunk_document
-    from hanrag.validate import is_indexable, lint
+    from hanrag.validate import prepare_documents
 
     t0 = time.perf_counter()
-    all_findings = lint(list(documents), list(findings), cfg)
-    indexable: list[Document] = []
-    excluded: list[tuple[str, str]] = []
-    for doc in documents:
-        ok, reason = is_indexable(doc, cfg)
-        if ok:
-            indexable.append(doc)
-        else:
-            excluded.append((doc.doc_id, reason))
+    prepared = prepare_documents(list(documents), list(findings), cfg)
+    all_findings, indexable, excluded = list(prepared.findings), prepared.indexable, list(prepared.excluded)
     chunks = [c for doc in indexable for c in chunk_document(doc, cfg.chunking)]
     return build_from_chunks(
         chunks,
