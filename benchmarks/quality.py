@@ -146,13 +146,13 @@ def ablations() -> dict[str, tuple[str, Config]]:
 def run_searcher(searcher: Searcher, p: Prepared, mode: str, id_map: Callable[[str], str] = lambda x: x,
                  per_query: bool = False):
     run: dict[str, dict[str, float]] = {}
-    rules: dict[str, str] = {}
+    plans = {}
     for q in p.es.queries:
-        hits = searcher.search(q.text, top_k=100, mode=mode, qvec=p.qvecs[q.qid])
-        run[q.qid] = {id_map(h.chunk.chunk_id): float(h.score) for h in hits}
-        rules[q.qid] = searcher.last_plan.rule
+        res = searcher.run(q.text, top_k=100, mode=mode, qvec=p.qvecs[q.qid])
+        run[q.qid] = {id_map(h.chunk.chunk_id): float(h.score) for h in res.hits}
+        plans[q.qid] = res.plan
     if per_query:
-        return run, rules
+        return run, plans
     return evaluate_run(p.es.qrels, run)
 
 
@@ -195,10 +195,10 @@ def fit(parts: dict[str, Prepared], analyzer, searchers: dict[str, MemoryBackend
             rules = [RuleConfig(name=n, bm25=round(1 - a, 2), dense=a, **cond) for n, cond in CELLS]
             cfg = variant(preset="custom", rules=rules)
             s = Searcher(searchers[name], cfg, analyzer=analyzer, lexicon=analyzer.lexicon)
-            run, rl = run_searcher(s, p, "hybrid", per_query=True)
+            run, plans = run_searcher(s, p, "hybrid", per_query=True)
             for qid, v in per_query_ndcg(p.es.qrels, run).items():
                 ndcg.setdefault((name, qid), {})[a] = v
-                cell[(name, qid)] = rl.get(qid, "default")
+                cell[(name, qid)] = plans[qid].rule if qid in plans else "default"
         print(f"[fit] {name} done", file=sys.stderr)
     keys = sorted(ndcg)
     rng = np.random.default_rng(20240613)
@@ -226,6 +226,75 @@ def fit(parts: dict[str, Prepared], analyzer, searchers: dict[str, MemoryBackend
         print(f"| {name} | {np.mean(held):.3f} | {np.mean([ndcg[k][0.6] for k in ks]):.3f} |")
 
 
+def fit_evidence(parts: dict[str, Prepared], analyzer, backends: dict[str, MemoryBackend],
+                 mixed_backend: MemoryBackend | None) -> None:
+    """Two-fold fit of ``search.xling_min_evidence`` (one threshold for every set, never per query).
+
+    Per query of every goal set (standalone) and of the MIXED index: nDCG@10 of the default pipeline
+    with weak lexical evidence forced on and forced off, and the query's evidence ratio. A threshold τ
+    gives each query the "on" score when its ratio < τ; fold A picks τ, fold B reports it.
+    """
+    grid = [0.0, *[round(x, 3) for x in np.arange(0.05, 1.0001, 0.025)]]
+    rows: list[tuple[str, str, float, float, float]] = []  # (where, qid, evidence, ndcg weak, ndcg strong)
+    jobs = [(n, backends[n], lambda c: c) for n in parts if n in GOAL_SETS]
+    if mixed_backend is not None:
+        jobs += [(f"MIXED:{n}", mixed_backend, lambda c, p=f"{n}/": c[len(p):] if c.startswith(p) else "other:" + c)
+                 for n in MIXED]
+    for where, backend, id_map in jobs:
+        p = parts[where.split(":")[-1]]
+        out = {}
+        for forced, thr in (("weak", 1e9), ("strong", -1.0)):
+            s = Searcher(backend, variant(xling_min_evidence=thr), analyzer=analyzer, lexicon=analyzer.lexicon)
+            run, plans = run_searcher(s, p, "hybrid", id_map=id_map, per_query=True)
+            out[forced] = (per_query_ndcg(p.es.qrels, run), plans)
+        for qid, weak_v in out["weak"][0].items():
+            ev = out["weak"][1][qid].lexical_evidence if qid in out["weak"][1] else 0.0
+            rows.append((where, qid, float(ev or 0.0), weak_v, out["strong"][0][qid]))
+        print(f"[fit-evidence] {where} done", file=sys.stderr)
+    rng = np.random.default_rng(20240613)
+    fold = [int(rng.integers(2)) for _ in rows]
+    wheres = list(dict.fromkeys(r[0] for r in rows))
+
+    def score(tau: float, f: int, where: str | None = None) -> float:
+        # mean over sets of each set's mean: MIXED en2zh counts as much as a set with more queries
+        per = {}
+        for r, fo in zip(rows, fold, strict=True):
+            if fo == f and (where is None or r[0] == where):
+                per.setdefault(r[0], []).append(r[3] if r[2] < tau else r[4])
+        return float(np.mean([np.mean(v) for v in per.values()])) if per else float("nan")
+
+    def safe(tau: float, f: int) -> bool:
+        # the switch exists for queries without lexical support: it must not cost any set (beyond noise)
+        # what it scores with the switch never firing (τ = 0), on the fitting fold
+        return all(score(tau, f, w) >= score(0.0, f, w) - 0.002 for w in wheres)
+
+    free = {f: max(grid, key=lambda t, f=f: (round(score(t, f), 6), -t)) for f in (0, 1)}
+    chosen = {f: max([t for t in grid if safe(t, f)], key=lambda t, f=f: (round(score(t, f), 6), -t)) for f in (0, 1)}
+    print("\n### two-fold fit of search.xling_min_evidence\n")
+    print(f"best mean over sets: τ = {free[0]} (fold 0), {free[1]} (fold 1); best with no set losing more than "
+          f".002 against τ = 0 on the fitting fold: τ = {chosen[0]} (fold 0), {chosen[1]} (fold 1)\n")
+    print("| set | weak share at τ(fold) | held-out nDCG@10 | all weak | none weak |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for where in wheres:
+        held, share = [], []
+        for r, fo in zip(rows, fold, strict=True):
+            if r[0] != where:
+                continue
+            weak = r[2] < chosen[1 - fo]
+            share.append(weak)
+            held.append(r[3] if weak else r[4])
+        sub = [r for r in rows if r[0] == where]
+        print(f"| {where} | {np.mean(share):.2f} | {np.mean(held):.3f} | {np.mean([r[3] for r in sub]):.3f} | "
+              f"{np.mean([r[4] for r in sub]):.3f} |")
+    print("\n| τ | " + " | ".join(wheres) + " |\n| ---: | " + " | ".join("---:" for _ in wheres) + " |")
+    for tau in grid:
+        cells = []
+        for where in wheres:
+            sub = [r for r in rows if r[0] == where]
+            cells.append(f"{np.mean([r[3] if r[2] < tau else r[4] for r in sub]):.3f}")
+        print(f"| {tau} | " + " | ".join(cells) + " |")
+
+
 CELLS = [
     ("hanja", {"min_hanja_ratio": 0.3, "lang": "ko"}),
     ("weak-lexical", {"weak_lexical": True}),
@@ -241,6 +310,7 @@ def main() -> None:
     ap.add_argument("--sets", nargs="*", default=list(ALL_SETS))
     ap.add_argument("--no-mixed", action="store_true")
     ap.add_argument("--fit", action="store_true", help="two-fold fit of the rule table")
+    ap.add_argument("--fit-evidence", action="store_true", help="two-fold fit of search.xling_min_evidence")
     ap.add_argument("--only", nargs="*", help="ablation names to run (default all)")
     ap.add_argument("--json", type=Path, help="write all numbers here")
     args = ap.parse_args()
@@ -293,6 +363,9 @@ def main() -> None:
                     print(f"| {name} | {a:.3f} | {b:.3f} | {b - a:+.3f} |")
     if args.fit:
         fit({n: p for n, p in parts.items() if n in GOAL_SETS}, analyzer, backends)
+    if args.fit_evidence:
+        mb = MemoryBackend(*mixed(parts)) if all(n in parts for n in MIXED) else None
+        fit_evidence(parts, analyzer, backends, mb)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     print(f"\n(total {time.perf_counter() - t0:.0f}s)")

@@ -166,8 +166,7 @@ def main() -> None:
     for mode in ("hybrid", "bm25", "dense"):
         r: dict[str, list[float]] = {s: [] for s in STAGES}
         for q in sample:
-            searcher.search(q, top_k=10, mode=mode)
-            t = searcher.last_times
+            t = searcher.run(q, top_k=10, mode=mode).times
             for s in STAGES:
                 r[s].append(getattr(t, s))
         rows[mode] = r

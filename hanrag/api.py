@@ -1,19 +1,25 @@
 """The Python API: ``hanrag.open(index_dir)`` -> :class:`Index`, ``hanrag.build(corpus, index_dir)``.
 
 An :class:`Index` loads the config, embedder, analyzer and lexicon once and
-searches the index's CURRENT snapshot. :meth:`Index.reload` re-opens when a
-build has moved the pointer; the swap is one attribute assignment, so a search
-already running keeps the (immutable) old snapshot it started with.
+searches the configured backend (:func:`hanrag.backends.open_backend`): the index
+folder's CURRENT snapshot, or with ``[backend] kind = "milvus"`` the [milvus]
+collection pushed from it (the folder is then not read). :meth:`Index.reload`
+re-opens when a build has moved the pointer (or a push has changed the collection);
+the swap is one attribute assignment, so a search already running keeps the
+backend it started with.
 """
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hanrag.config import Config, load_config
-from hanrag.records import Chunk, Filters, Hit
+from hanrag.records import Chunk, Filters, Hit, QueryPlan
+
+if TYPE_CHECKING:
+    from hanrag.search.searcher import SearchResult
 
 
 class Index:
@@ -29,7 +35,7 @@ class Index:
         self.analyzer = get_analyzer(self.config)
         self._embedder = embedder
         self._lock = threading.Lock()
-        self._state = self._open()  # (snapshot, searcher): replaced as a whole, never mutated
+        self._state = self._open()  # (backend, searcher): replaced as a whole, never mutated
 
     # -- loading ------------------------------------------------------------------------------------
     @property
@@ -41,32 +47,42 @@ class Index:
         return self._embedder
 
     def _open(self):
-        from hanrag.backends.embedded import EmbeddedBackend
+        from hanrag.backends import open_backend
         from hanrag.embed import check_embedder
-        from hanrag.index.snapshot import open_snapshot
         from hanrag.search.searcher import Searcher
 
-        snapshot = open_snapshot(self.index_dir)
-        check_embedder(snapshot.manifest, self.embedder)
-        backend = EmbeddedBackend(snapshot)
+        backend = open_backend(self.config, self.index_dir)
+        check_embedder(backend.manifest(), self.embedder)
         searcher = Searcher(backend, self.config, self.embedder, self.analyzer, self.lexicon)
-        return snapshot, searcher
+        return backend, searcher, self._version(backend)
+
+    def _version(self, backend) -> str:
+        """What names the data a backend serves now: the current snapshot, or for Milvus the last push."""
+        if backend.name == "milvus":
+            meta = backend.meta(refresh=True)
+            return f"{meta.get('snapshot')}@{meta.get('finished_at')}"
+        from hanrag.index.store import current_snapshot_dir
+
+        return current_snapshot_dir(self.index_dir).name
+
+    @property
+    def backend(self):
+        return self._state[0]
 
     @property
     def snapshot(self):
-        return self._state[0]
+        """The open snapshot (embedded backend); None on a remote backend."""
+        return getattr(self._state[0], "snapshot", None)
 
     @property
     def searcher(self):
         return self._state[1]
 
     def reload(self) -> bool:
-        """Re-open if the index's pointer names another snapshot; True when it swapped."""
-        from hanrag.index.store import current_snapshot_dir
-
+        """Re-open if the data changed since it was opened: the index's pointer names another snapshot, or
+        (Milvus) another push has finished. True when it swapped."""
         with self._lock:
-            current = current_snapshot_dir(self.index_dir)
-            if current.name == self._state[0].name:
+            if self._version(self._state[0]) == self._state[2]:
                 return False
             self._state = self._open()
             return True
@@ -80,10 +96,24 @@ class Index:
         filters: Filters | None = None,
         explain: bool = False,
     ) -> list[Hit]:
-        searcher = self._state[1]  # one read: a concurrent reload cannot switch it mid-search
-        return searcher.search(query, top_k=top_k, mode=mode, filters=filters, explain=explain)
+        return self.search_result(query, top_k=top_k, mode=mode, filters=filters, explain=explain).hits
 
-    def plan(self, query: str, mode: str = "hybrid"):
+    def search_result(
+        self,
+        query: str,
+        top_k: int = 10,
+        mode: str = "hybrid",
+        filters: Filters | None = None,
+        explain: bool = False,
+    ) -> SearchResult:
+        """The hits with the plan the search actually used (rule and weights after the weak-lexical check)
+        and its stage times; safe to call from several threads at once."""
+        searcher = self._state[1]  # one read: a concurrent reload cannot switch it mid-search
+        return searcher.run(query, top_k=top_k, mode=mode, filters=filters, explain=explain)
+
+    def plan(self, query: str, mode: str = "hybrid") -> QueryPlan:
+        """The plan decided from the query text alone, before retrieval. A hybrid search may still switch
+        to the weak-lexical rule once BM25 has run: use :meth:`search_result` for the plan that was used."""
         return self._state[1].plan(query, mode)
 
     def chunk(self, chunk_id: str) -> Chunk:
@@ -96,7 +126,10 @@ class Index:
         return chunks
 
     def stats(self) -> dict[str, Any]:
-        snap = self._state[0]
+        backend = self._state[0]
+        if backend.name == "milvus":
+            return self._remote_stats(backend)
+        snap = backend.snapshot
         m = snap.manifest
         langs: dict[str, int] = {}
         tiers: dict[str, int] = {}
@@ -106,6 +139,7 @@ class Index:
         size = sum(p.stat().st_size for p in Path(snap.path).rglob("*") if p.is_file())
         return {
             "index_dir": str(self.index_dir),
+            "backend": "embedded",
             "snapshot": snap.name,
             "chunks": len(snap.chunks),
             "documents": len(snap.doc_rows),
@@ -119,12 +153,42 @@ class Index:
             "hanrag_version": m.get("hanrag_version"),
         }
 
+    @staticmethod
+    def _remote_stats(backend) -> dict[str, Any]:
+        """Stats of a Milvus collection from its manifest: no full scan (per-language/tier counts and the
+        on-disk size are the server's business, so they are left out rather than guessed)."""
+        m = backend.manifest()
+        info = m.get("backend") or {}
+        counts = m.get("counts") or {}
+        return {
+            "index_dir": None,
+            "backend": "milvus",
+            "uri": info.get("uri"),
+            "collection": info.get("collection"),
+            "state": info.get("state"),
+            "snapshot": info.get("snapshot"),
+            "chunks": backend.count(),
+            "documents": counts.get("documents"),
+            "duplicates": counts.get("duplicates"),
+            "langs": None,
+            "tiers": None,
+            "bytes": None,
+            "embedder": (m.get("embedder") or {}).get("identity") or m.get("embedder"),
+            "built_at": m.get("created_at"),
+            "pushed_at": info.get("pushed_at"),
+            "build": m.get("build"),
+            "hanrag_version": m.get("hanrag_version"),
+        }
+
     def __repr__(self) -> str:
-        return f"Index({str(self.index_dir)!r}, snapshot={self.snapshot.name!r}, chunks={len(self.snapshot)})"
+        backend = self._state[0]
+        return (f"Index({str(self.index_dir)!r}, backend={backend.name!r}, version={self._state[2]!r}, "
+                f"chunks={backend.count()})")
 
 
 def open(index_dir: str | Path, config: Config | str | Path | None = None) -> Index:  # noqa: A001 - public name
-    """Open an index for search (its current snapshot)."""
+    """Open an index for search: its current snapshot, or the [milvus] collection when the config's
+    ``[backend] kind = "milvus"`` (``index_dir`` is then not read)."""
     return Index(index_dir, config)
 
 

@@ -214,16 +214,6 @@ def render_corpus_summary(summary: dict) -> None:
 DEMO_QUERIES = ("갑목 인월 용신", "甲木 用神", "쿠버네티스 배포 롤백", "deployment rollback", "도화살", "五行相生")
 
 
-def effective_plan(plan, hits):  # noqa: ANN001, ANN201 - QueryPlan, list[Hit] -> QueryPlan
-    """The plan with the rule and weights the search actually used (hybrid may re-select once BM25 ran)."""
-    import dataclasses
-
-    ex = hits[0].explanation if hits else None
-    if ex is None:
-        return plan
-    return dataclasses.replace(plan, rule=ex.rule, bm25_weight=ex.bm25_weight, dense_weight=ex.dense_weight)
-
-
 @app.command()
 def demo(
     corpus: Annotated[Path, typer.Argument(help="sample corpus folder")] = Path("examples/corpus"),
@@ -253,8 +243,8 @@ def demo(
     idx = open_index(index, cfg)
     answers = []
     for query in DEMO_QUERIES:
-        hits = idx.search(query, top_k=top_k, explain=True)
-        answers.append((query, effective_plan(idx.plan(query), hits), hits))
+        res = idx.search_result(query, top_k=top_k, explain=True)  # the plan as used, weak-lexical switch included
+        answers.append((query, res.plan, res.hits))
     serve_cmd = f"hanrag serve {index}" + (f" --config {config}" if config else "") + f" --corpus {corpus}"
     if json_out:
         print_json({
@@ -303,22 +293,6 @@ def _milvus_backend(  # noqa: ANN202 - (Config, MilvusBackend)
 
 UriOpt = Annotated[str | None, typer.Option("--uri", help="Milvus URI (overrides milvus.uri)")]
 CollectionOpt = Annotated[str | None, typer.Option("--collection", help="collection (overrides milvus.collection)")]
-
-
-def open_milvus_searcher(cfg: Config):  # noqa: ANN201 - hanrag.search.Searcher
-    """The search pipeline over the [milvus] collection (same plan, fusion, rerank, explain)."""
-    from hanrag.embed import EmbedderError, check_embedder, load_embedder
-    from hanrag.lexicon import load_lexicons
-    from hanrag.search.searcher import Searcher
-    from hanrag.text import get_analyzer
-
-    _, backend = _milvus_backend(None, None, None, complete=True, cfg=cfg)
-    embedder = load_embedder(cfg.embedder)
-    try:
-        check_embedder(backend.manifest(), embedder)
-    except EmbedderError as exc:
-        fail(str(exc), "use the embedder the pushed index was built with ([embedder] in hanrag.toml)")
-    return Searcher(backend, cfg, embedder, get_analyzer(cfg), load_lexicons(cfg))
 
 
 @milvus_app.command("push")
@@ -378,17 +352,24 @@ def milvus_status(
 
 
 def open_index(index: Path, cfg: Config):  # noqa: ANN201 - hanrag.api.Index
-    """Open an index for search, or fail with one line naming the problem."""
+    """Open an index for search (``[backend] kind``: the folder, or the [milvus] collection), or fail with one
+    line naming the problem."""
     import hanrag
+    from hanrag.backends.milvus import MilvusError
     from hanrag.embed import EmbedderError
     from hanrag.index.store import IndexLoadError
 
-    if not index.exists():
+    remote = cfg.backend.kind == "milvus"
+    if remote and not cfg.milvus.uri:
+        fail("milvus.uri is not set", "set [milvus] uri in hanrag.toml or HANRAG_MILVUS__URI")
+    if not remote and not index.exists():
         fail(f"{index}: no such index folder", f"build one with `hanrag build CORPUS --index {index}`")
     try:
         return hanrag.open(index, config=cfg)
     except EmbedderError as exc:
         fail(str(exc), "use the embedder the index was built with ([embedder] in hanrag.toml), or rebuild it")
+    except MilvusError as exc:
+        fail(str(exc), "check milvus.uri / token / db_name, that the server is up and the push completed")
     except (IndexLoadError, OSError) as exc:
         fail(str(exc), f"rebuild it with `hanrag build CORPUS --index {index}`")
 
@@ -514,11 +495,15 @@ def search(
     from hanrag.backends.milvus import MilvusError
 
     cfg = load(config)
-    idx = open_milvus_searcher(cfg) if (backend or cfg.backend.kind) == "milvus" else open_index(index, cfg)
+    if backend is not None:
+        if backend not in ("embedded", "milvus"):
+            fail(f"--backend must be embedded or milvus, got {backend!r}")
+        cfg.backend.kind = backend
+    idx = open_index(index, cfg)
     filters = _filters(lang, tier, provenance, source, label)
     try:
-        plan = idx.plan(query, mode)
-        hits = idx.search(query, top_k=top_k, mode=mode, filters=filters, explain=explain)
+        res = idx.search_result(query, top_k=top_k, mode=mode, filters=filters, explain=explain)
+        plan, hits = res.plan, res.hits  # the plan as used (hybrid may switch rule once BM25 ran)
     except ValueError as exc:
         fail(str(exc))
         return
@@ -748,14 +733,14 @@ def sync_confluence_cmd(
 ) -> None:
     """Sync the configured Confluence spaces into an index: only changed pages are fetched and re-embedded."""
     from hanrag.sources.confluence import ConfluenceError
-    from hanrag.sync import sync_confluence
+    from hanrag.sync import IndexSourceError, sync_confluence
 
     cfg = load(config)
     if not cfg.confluence.url:
         fail("confluence.url is not set", "set [confluence] url and spaces in hanrag.toml (or HANRAG_CONFLUENCE__URL)")
     try:
         report = sync_confluence(index, cfg, full=full, progress=not json_out)
-    except ConfluenceError as exc:
+    except (ConfluenceError, IndexSourceError) as exc:
         fail(str(exc), "nothing was changed; fix the problem and rerun the sync")
         raise  # unreachable
     if json_out:

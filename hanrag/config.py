@@ -33,7 +33,15 @@ class CorpusConfig:
     # glob patterns (relative paths) whose documents are ai-draft regardless of front matter
     ai_draft_globs: list[str] = field(default_factory=list)
     include_ai_draft: bool = False
-    extensions: list[str] = field(default_factory=lambda: [".md", ".markdown", ".txt"])
+    # by default every registered reader (Markdown, text, HTML, PDF, OpenAPI, Confluence export zip);
+    # each reader skips what it cannot use with an info finding (JSON/YAML that is not an OpenAPI
+    # spec, a zip that is not a Confluence HTML export), so data files beside the documents cost a
+    # finding, never a bad chunk
+    extensions: list[str] = field(
+        default_factory=lambda: [
+            ".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".json", ".yaml", ".yml", ".zip",
+        ]
+    )
     max_lines_info: int = 200
     mixed_topic_lines: int = 400
     max_file_bytes: int = 20_000_000
@@ -102,7 +110,7 @@ class RuleConfig:
     has_term: bool | None = None
     question: bool | None = None
     # only after BM25 ran: True = the query's own language has weak lexical evidence
-    # (same-language BM25 top-1 below search.xling_min_bm25); rules with this set are skipped before
+    # (search.xling_min_evidence, see SearchConfig); rules with this set are skipped before
     weak_lexical: bool | None = None
 
 
@@ -131,7 +139,10 @@ class SearchConfig:
     # cross-lingual: when the query's own language has weak lexical evidence, draw dense candidates
     # per corpus language and centre each language's scores on its own candidate pool before they compete
     cross_lingual: bool = True
-    xling_min_bm25: float = 5.5
+    # weak lexical evidence: the best same-language chunk's BM25 score is below this fraction of the query's
+    # BM25 ceiling (Σ weight · idf over its own tokens, saturated tf) — a ratio, so it holds on any corpus size
+    # (fitted two-fold by benchmarks/quality.py --fit-evidence)
+    xling_min_evidence: float = 0.175
     xling_calibration: str = "center"  # "center" | "none"
     # weight of English->Chinese dictionary translations added to the BM25 query of a weak-evidence English query
     # (0 = off); one word's translations share it

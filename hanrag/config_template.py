@@ -36,7 +36,6 @@ _FALLBACK_HELP: dict[str, str] = {
     "text.opencc": "OpenCC conversion applied to Chinese before tokenizing (t2s: traditional -> simplified)",
     "embedder.passage_prompt": "prefix added to passages before embedding (e.g. \"passage: \")",
     "search.candidates": "candidates each retriever returns before fusion",
-    "search.xling_min_bm25": "BM25 top-1 score below which the query's language counts as weak lexical evidence",
     "server.api_key": "required X-API-Key header value (empty = no auth; only allowed on loopback)",
     "confluence.username": "Confluence user",
     "confluence.token": "Confluence API token",

@@ -117,6 +117,9 @@ class QueryPlan(_Record):
     dense_weight: float
     rule: str  # name of the adaptive rule that chose the weights
     mode: Literal["hybrid", "bm25", "dense"] = "hybrid"
+    # hybrid, once BM25 ran: best same-language BM25 / the query's BM25 ceiling (search.xling_min_evidence
+    # decides "weak lexical evidence" from it); None when not measured
+    lexical_evidence: float | None = None
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 
 ``create_app(index_dir, cfg)`` gives the ASGI app; ``serve(...)`` runs it with uvicorn.
 Search requests run in the worker thread pool against the open :class:`hanrag.api.Index`;
-``POST /index/rebuild`` runs :func:`hanrag.index.build.build_index` in a background thread,
+``POST /index/rebuild`` runs :func:`hanrag.index.build.build_index` (or, with
+``{"source": "confluence"}``, :func:`hanrag.sync.sync_confluence`; an index folder holds one
+of the two sources and the other is refused with 409) in a background thread,
 which publishes a new snapshot atomically, then swaps the open index to it with
 ``Index.reload()`` — requests in flight finish on the old snapshot, later ones see the new
 one, none fails. The web inspector (``hanrag/static``) is served at ``/``.
@@ -31,7 +33,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.security import APIKeyHeader
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -120,6 +122,9 @@ class PlanOut(BaseModel):
     dense_weight: float
     rule: str
     mode: str
+    lexical_evidence: float | None = Field(
+        default=None, description="best same-language BM25 / the query's BM25 ceiling (hybrid; null when unused)"
+    )
 
 
 class SearchOut(BaseModel):
@@ -141,9 +146,28 @@ class HealthOut(BaseModel):
     version: str
 
 
+class RebuildIn(BaseModel):
+    """What ``POST /index/rebuild`` rebuilds; the body is optional (an incremental file rebuild)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Literal["files", "confluence"] = Field(
+        default="files",
+        description="files: the configured corpus root; confluence: an incremental sync of the [confluence] spaces",
+    )
+    full: bool = Field(default=False, description="confluence only: re-fetch and re-render every page in scope")
+
+    @model_validator(mode="after")
+    def _full_needs_confluence(self) -> RebuildIn:
+        if self.full and self.source != "confluence":
+            raise ValueError("full applies to source confluence only (a file rebuild is always incremental)")
+        return self
+
+
 class JobOut(BaseModel):
     id: str
     kind: Literal["rebuild"]
+    source: Literal["files", "confluence"] = Field(default="files", description="what the job rebuilds from")
     status: Literal["queued", "running", "succeeded", "failed"]
     created: float = Field(description="unix time")
     started: float | None = None
@@ -151,7 +175,9 @@ class JobOut(BaseModel):
     elapsed_s: float | None = None
     progress: str = Field(default="", description="the step the job is in")
     swapped: bool = Field(default=False, description="the server now answers from the new snapshot")
-    result: dict[str, Any] | None = Field(default=None, description="the build report")
+    result: dict[str, Any] | None = Field(
+        default=None, description="the build report (files) or the sync report (confluence)"
+    )
     error: str | None = None
 
 
@@ -384,13 +410,14 @@ class Jobs:
         with self._lock:
             return self._running
 
-    def start(self, work) -> dict[str, Any] | None:  # noqa: ANN001 - callable(job_update) -> (result, swapped)
-        """Start ``work`` in a thread; None when a job is already running."""
+    def start(self, work, source: str = "files") -> dict[str, Any] | None:  # noqa: ANN001 - callable(job_update)
+        """Start ``work`` in a thread; None when a job is already running. ``work`` returns (result, swapped)."""
         with self._lock:
             if self._running is not None:
                 return None
             job_id = uuid.uuid4().hex
-            job = {"id": job_id, "kind": "rebuild", "status": "queued", "created": time.time(), "progress": ""}
+            job = {"id": job_id, "kind": "rebuild", "source": source, "status": "queued", "created": time.time(),
+                   "progress": ""}
             self._jobs[job_id] = job
             while len(self._jobs) > MAX_JOBS_KEPT:
                 self._jobs.popitem(last=False)
@@ -505,26 +532,20 @@ def create_app(index_dir: Path, cfg: Config, index: Any | None = None) -> FastAP
         filters = body.filters.to_filters() if body.filters is not None else None
         t0 = time.perf_counter()
         try:
-            hits = app.state.index.search(
+            # the plan comes back with the hits: the one this search used, whatever runs beside it
+            result = app.state.index.search_result(
                 body.query, top_k=body.top_k, mode=body.mode, filters=filters, explain=body.explain
             )
-            plan = app.state.index.plan(body.query, mode=body.mode) if body.explain else None
         except ValueError as exc:  # the pipeline's own input checks (e.g. a bad glob)
             raise HTTPException(status_code=400, detail=str(exc)) from None
         took = (time.perf_counter() - t0) * 1000
-        plan_out = plan.to_dict() if plan is not None else None
-        if plan_out is not None and hits and hits[0].explanation is not None:
-            # the hybrid pipeline may re-select the rule once BM25 has run (weak lexical evidence);
-            # the hits carry the rule and weights actually used
-            ex = hits[0].explanation
-            plan_out.update(rule=ex.rule, bm25_weight=ex.bm25_weight, dense_weight=ex.dense_weight)
         return {
             "query": body.query,
             "mode": body.mode,
             "top_k": body.top_k,
             "took_ms": round(took, 3),
-            "plan": plan_out,
-            "hits": [_hit_out(h, body.explain) for h in hits],
+            "plan": result.plan.to_dict() if body.explain else None,
+            "hits": [_hit_out(h, body.explain) for h in result.hits],
         }
 
     # the body model is built from the config (limits), so its annotation is set here, not in the source
@@ -581,18 +602,38 @@ def create_app(index_dir: Path, cfg: Config, index: Any | None = None) -> FastAP
         dependencies=auth,
         tags=["index"],
         responses={
-            **_errors(401, 413),
-            409: {"model": ErrorBody, "description": "no corpus root configured, or a rebuild already runs"},
+            **_errors(400, 401, 413, 422),
+            409: {
+                "model": ErrorBody,
+                "description": "no corpus root (files) or no [confluence] url configured, the index holds the "
+                "other source, or a rebuild already runs",
+            },
         },
     )
-    def rebuild() -> dict[str, Any]:
-        """Start an incremental rebuild of the configured corpus root; poll ``GET /jobs/{id}``."""
-        if corpus_root is None:
+    def rebuild(body: RebuildIn | None = None) -> dict[str, Any]:
+        """Start a background rebuild; poll ``GET /jobs/{id}``. No body: an incremental rebuild of the corpus root.
+
+        ``{"source": "confluence"}`` runs an incremental Confluence sync instead (``full``: every page).
+        An index folder holds one source: a file rebuild of a Confluence-synced index, or a sync of
+        a file-built index, is refused (409) rather than replacing every document of the other.
+        """
+        from hanrag.sync import IndexSourceError, check_index_source
+
+        body = body or RebuildIn()
+        if body.source == "files" and corpus_root is None:
             raise HTTPException(
                 status_code=409, detail="no corpus root configured (server.corpus_root, or `hanrag serve --corpus`)"
             )
+        if body.source == "confluence" and not cfg.confluence.url:
+            raise HTTPException(
+                status_code=409, detail="no Confluence site configured: set [confluence] url and spaces in hanrag.toml"
+            )
+        try:
+            check_index_source(index_dir, body.source)
+        except IndexSourceError as exc:
+            raise HTTPException(status_code=409, detail=str(exc)) from None
 
-        def work(progress) -> tuple[Any, bool]:  # noqa: ANN001
+        def rebuild_files(progress) -> tuple[Any, bool]:  # noqa: ANN001
             from hanrag.index.build import build_index
 
             if not corpus_root.is_dir():
@@ -602,7 +643,17 @@ def create_app(index_dir: Path, cfg: Config, index: Any | None = None) -> FastAP
             swapped = bool(app.state.index.reload())
             return report, swapped
 
-        job = jobs.start(work)
+        def sync_confluence(progress) -> tuple[Any, bool]:  # noqa: ANN001
+            from hanrag.sync import sync_confluence as run_sync
+
+            progress("syncing confluence" + (" (full)" if body.full else ""))
+            # the open index's embedder: the sync embeds only changed chunks, no second model load
+            report = run_sync(index_dir, cfg, embedder=app.state.index.embedder, full=body.full)
+            progress("swapping")
+            swapped = bool(app.state.index.reload())  # False when nothing changed (no new snapshot)
+            return report, swapped
+
+        job = jobs.start(sync_confluence if body.source == "confluence" else rebuild_files, source=body.source)
         if job is None:
             raise HTTPException(status_code=409, detail=f"a rebuild is already running (job {jobs.running()})")
         return job

@@ -38,7 +38,8 @@ def test_chunk_writes_utf8_jsonl_and_leaves_corpus_alone(tmp_path):
 
 
 def test_demo_summary_json(tmp_path):
-    args = ["demo", str(EXAMPLES), "--json", "--index", str(tmp_path / "ix"), "--config", str(ROOT / "examples" / "hanrag.toml")]
+    args = ["demo", str(EXAMPLES), "--json", "--index", str(tmp_path / "ix"),
+            "--config", str(ROOT / "examples" / "hanrag.toml")]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)

@@ -239,6 +239,10 @@ def test_scores_for_ids_and_records_match(pair, embedder):
     with pytest.raises(KeyError):
         mil.get_chunks(["no-such-id"])
     assert mil.manifest()["embedder"] == emb.manifest()["embedder"]
+    # the weak-lexical measure's denominator: same df / N on both sides, unknown tokens at df = 0
+    for wq in (w, {**w, "no-such-token-xyz": 1.0}, {}):
+        assert mil.sparse_ceiling(wq) == pytest.approx(emb.sparse_ceiling(wq), rel=1e-9)
+    assert emb.sparse_ceiling(w) > 0
 
 
 def test_filters_apply_before_top_k(pair, embedder):
@@ -274,6 +278,27 @@ def test_hybrid_search_matches(pair, embedder):
             assert all(also_a.get(h.chunk.chunk_id, h.also_in) == h.also_in for h in b)
     hits = s_mil.search("kubernetes pod restart", top_k=5, filters=Filters(lang=("ko",)))
     assert hits and all(h.chunk.lang == "ko" for h in hits)
+
+
+def test_open_index_on_milvus_backend(pair, server, embedder):
+    """hanrag.open honours [backend] kind = "milvus": same hits as the embedded index, stats, reload."""
+    from hanrag.api import Index
+
+    emb, _, index = pair
+    cfg = milvus_cfg(server.uri, "parity")
+    cfg.backend.kind = "milvus"
+    idx = Index(index, cfg, embedder=embedder)
+    local = Index(index, Config(), embedder=embedder)
+    assert idx.backend.name == "milvus" and idx.snapshot is None
+    a = idx.search_result("kubernetes pod restart", top_k=5, explain=True)
+    b = local.search_result("kubernetes pod restart", top_k=5, explain=True)
+    assert a.plan == b.plan and a.plan.lexical_evidence is not None
+    assert_same_ranking([(h.chunk.chunk_id, h.score) for h in a.hits], [(h.chunk.chunk_id, h.score) for h in b.hits],
+                        rel=1e-4)
+    st = idx.stats()
+    assert st["backend"] == "milvus" and st["chunks"] == emb.count() and st["collection"] == "parity"
+    assert st["snapshot"] == local.snapshot.name
+    assert idx.reload() is False  # nothing pushed since it was opened
 
 
 @pytest.mark.slow

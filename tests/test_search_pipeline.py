@@ -130,11 +130,11 @@ def test_fill_missing_off_leaves_unknown(parts, embedder):
     cfg = Config()
     cfg.search.fill_missing = False
     cfg.search.candidates = 2
-    hits = make(parts, embedder, cfg).search("kubectl rollout undo deployment", top_k=4, explain=True)
+    hits = make(parts, embedder, cfg).search("restart pod", top_k=4, explain=True)
     # with K=2 per retriever some candidate came from one side only and keeps a None raw score
     assert any(h.explanation.bm25_raw is None or h.explanation.dense_raw is None for h in hits)
     cfg.search.fill_missing = True
-    hits = make(parts, embedder, cfg).search("kubectl rollout undo deployment", top_k=4, explain=True)
+    hits = make(parts, embedder, cfg).search("restart pod", top_k=4, explain=True)
     assert all(h.explanation.dense_raw is not None for h in hits)
 
 
@@ -147,9 +147,10 @@ def test_rerank_stage_with_tiny_cross_encoder(parts, embedder, tmp_path):
     cfg.search.rerank.candidates = 6
     cfg.search.rerank.max_length = 32
     s = make(parts, embedder, cfg)
-    hits = s.search("kubernetes pod restart", top_k=5, explain=True)
+    res = s.run("kubernetes pod restart", top_k=5, explain=True)
+    hits = res.hits
     check_consistent(hits)
     assert all(h.explanation.rerank is not None and math.isfinite(h.explanation.rerank) for h in hits)
     raw = s.reranker.score("kubernetes pod restart", [h.chunk.text for h in hits])
     assert np.allclose(raw, [h.explanation.rerank for h in hits], atol=1e-5)
-    assert s.last_times.rerank > 0
+    assert res.times.rerank > 0

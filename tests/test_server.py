@@ -186,6 +186,33 @@ def test_rebuild_without_corpus_root_is_409(client: httpx.Client, spec: dict) ->
     r = client.post("/index/rebuild")
     assert r.status_code == 409 and "corpus root" in r.json()["error"]
     check_schema(spec, "post", "/index/rebuild", r)
+    r = client.post("/index/rebuild", json={"source": "files"})
+    assert r.status_code == 409 and "corpus root" in r.json()["error"]
+
+
+def test_rebuild_body_and_confluence_refusals(built: dict, client: httpx.Client, spec: dict) -> None:
+    body = spec["paths"]["/index/rebuild"]["post"]["requestBody"]
+    assert not body.get("required", False), "the body is optional"
+    for bad, words in (({"source": "svn"}, "source"), ({"full": True}, "full applies to source confluence"),
+                       ({"source": "confluence", "colour": 1}, "colour"), ({"full": "yes"}, "full")):
+        r = client.post("/index/rebuild", json=bad)
+        assert r.status_code == 422 and words in r.json()["error"], (bad, r.text)
+        check_schema(spec, "post", "/index/rebuild", r)
+    r = client.post("/index/rebuild", json={"source": "confluence"})
+    assert r.status_code == 409 and "[confluence] url" in r.json()["error"]
+    check_schema(spec, "post", "/index/rebuild", r)
+    # a Confluence site is configured, but this index was built from files: refused, never replaced
+    cfg = load_config(built["config_path"], env=False)
+    cfg.confluence.url, cfg.confluence.spaces = "http://127.0.0.1:9/wiki", ["DEV"]
+    snapshot = (built["index_dir"] / "CURRENT").read_text()
+    with ThreadServer(create_app(built["index_dir"], cfg)) as srv:
+        r = httpx.post(srv.url + "/index/rebuild", json={"source": "confluence", "full": True}, timeout=60)
+    assert r.status_code == 409 and "built from a corpus folder" in r.json()["error"], r.text
+    from hanrag.sync import IndexSourceError, sync_confluence
+
+    with pytest.raises(IndexSourceError, match="built from a corpus folder"):  # the library refuses too
+        sync_confluence(built["index_dir"], cfg)
+    assert (built["index_dir"] / "CURRENT").read_text() == snapshot
 
 
 def test_inspector_page_and_static(client: httpx.Client) -> None:
@@ -264,7 +291,7 @@ def test_body_size_limit(server: ThreadServer, client: httpx.Client, spec: dict)
         max_leaves=8,
     )
 )
-def test_no_body_gives_a_500(client: httpx.Client, body) -> None:  # noqa: ANN001
+def test_random_bodies_never_give_a_500(client: httpx.Client, body) -> None:  # noqa: ANN001
     r = client.post("/search", json=body)
     assert r.status_code < 500, (body, r.text)
     if r.status_code >= 400:
@@ -397,3 +424,96 @@ def test_rebuild_hot_swap(built: dict, tmp_path: Path) -> None:
         assert sorted(p.name for p in corpus.rglob("*") if p.is_file()) == sorted(
             [Path(k).name for k in list((built["corpus"]).rglob("*.md"))] + [Path(rel).name]
         )
+
+
+@pytest.mark.slow
+def test_confluence_sync_through_rebuild(built: dict, tmp_path: Path) -> None:
+    """POST /index/rebuild {"source": "confluence"} syncs from a real Confluence-compatible server, hot-swapped."""
+    from hanrag.index.build import build_index
+    from hanrag.sync import IndexSourceError, sync_confluence
+    from tests.confluence_server import TOKEN, USER, FakePage, ServerThread, make_store
+    from tests.confluence_server import create_app as confluence_app
+
+    store = make_store(bulk=4)
+    with ServerThread(confluence_app(store)) as wiki:
+        cfg = load_config(built["config_path"], env=False)
+        c = cfg.confluence
+        c.url, c.spaces, c.username, c.token = wiki.url, ["DEV"], USER, TOKEN
+        c.max_retries, c.backoff_s, c.max_backoff_s, c.timeout_s = 3, 0.01, 2.0, 10.0
+        cfg.server.corpus_root = str(built["corpus"])
+        index_dir = tmp_path / "index"
+        first = sync_confluence(index_dir, cfg)  # a sync builds a Confluence-only index; the server serves it
+        assert first.built and first.added
+        # between syncs: one page edited, one added, with a word nothing else has
+        store.bump("102", body="<h2>Quokka drills</h2><p>Every quokka drill rehearses the failover runbook.</p>")
+        store.add(FakePage("777", "Zebracorn 격리 절차", "DEV",
+                           "<h2>격리</h2><p>The zebracorn quarantine isolates a failing node first.</p>"))
+
+        with ThreadServer(create_app(index_dir, cfg)) as srv, httpx.Client(base_url=srv.url, timeout=60) as cl:
+            spec = cl.get("/openapi.json").json()
+            before = cl.post("/search", json={"query": "zebracorn quarantine", "mode": "bm25"}).json()["hits"]
+            assert all(h["chunk"]["doc_id"] != "confluence:777" for h in before)
+            # this index holds Confluence pages: a file rebuild would replace them all
+            r = cl.post("/index/rebuild", json={"source": "files"})
+            assert r.status_code == 409 and "synced from Confluence" in r.json()["error"]
+            check_schema(spec, "post", "/index/rebuild", r)
+            with pytest.raises(IndexSourceError, match="synced from Confluence"):  # and so does `hanrag build`
+                build_index(built["corpus"], index_dir, cfg, progress=False)
+
+            failures: list[str] = []
+            done = threading.Event()
+            count = [0]
+
+            def hammer() -> None:
+                queries = ["배포 가이드 롤링 업데이트", "VPN access onboarding", "API 오류 코드 토큰 만료"]
+                with httpx.Client(base_url=srv.url, timeout=60) as hc:
+                    while not done.is_set():
+                        q = queries[count[0] % len(queries)]
+                        try:
+                            r = hc.post("/search", json={"query": q, "top_k": 5, "explain": True})
+                            if r.status_code != 200 or not r.json()["hits"]:
+                                failures.append(f"{q}: {r.status_code} {r.text[:200]}")
+                        except httpx.HTTPError as exc:
+                            failures.append(f"{q}: {exc!r}")
+                        count[0] += 1
+
+            thread = threading.Thread(target=hammer, daemon=True)
+            thread.start()
+            try:
+                r = cl.post("/index/rebuild", json={"source": "confluence"})
+                assert r.status_code == 202, r.text
+                check_schema(spec, "post", "/index/rebuild", r)
+                job = r.json()
+                assert job["source"] == "confluence" and job["status"] in ("queued", "running")
+                deadline = time.monotonic() + 300
+                while job["status"] in ("queued", "running"):
+                    assert time.monotonic() < deadline, "sync did not finish"
+                    time.sleep(0.2)
+                    r = cl.get(f"/jobs/{job['id']}")
+                    job = r.json()
+                check_schema(spec, "get", "/jobs/{job_id}", r)
+                searches_during = count[0]
+            finally:
+                done.set()
+                thread.join(timeout=60)
+
+            assert job["status"] == "succeeded", job
+            result = job["result"]
+            assert job["swapped"] is True and result["built"] is True and result["full"] is False
+            assert result["added"] == ["777"] and result["updated"] == ["102"]
+            assert result["bodies"] == 2, "incremental: only the two changed pages are fetched"
+            assert searches_during > 0 and failures == []
+            after = cl.post("/search", json={"query": "zebracorn quarantine", "mode": "bm25"}).json()["hits"]
+            assert after and after[0]["chunk"]["doc_id"] == "confluence:777"
+            assert after[0]["chunk"]["source"].startswith(wiki.url)
+            hits = cl.post("/search", json={"query": "quokka drills", "mode": "bm25"}).json()["hits"]
+            assert hits and hits[0]["chunk"]["doc_id"] == "confluence:102"
+
+            # nothing changed since: a second sync builds nothing and the server keeps its snapshot
+            snapshot = cl.get("/stats").json()["snapshot"]
+            job = cl.post("/index/rebuild", json={"source": "confluence"}).json()
+            while job["status"] in ("queued", "running"):
+                time.sleep(0.1)
+                job = cl.get(f"/jobs/{job['id']}").json()
+            assert job["status"] == "succeeded" and job["swapped"] is False and job["result"]["built"] is False
+            assert cl.get("/stats").json()["snapshot"] == snapshot

@@ -42,6 +42,12 @@ class IndexBackend(Protocol):
         """Exact BM25 scores of the given chunks (0 where no token matches)."""
         ...
 
+    def sparse_ceiling(self, query: Mapping[str, float]) -> float:
+        """The highest BM25 score any chunk could reach for the weighted query tokens (Σ weight · idf ·
+        the tf part's limit; tokens the index lacks count with df = 0), from the index's current df / N.
+        A score divided by it is lexical evidence on a scale that does not grow with the corpus."""
+        ...
+
     def dense_search(self, qvec: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[str, float]]:
         """Inner-product top-k for one L2-normalised query vector, best first, filters applied first."""
         ...

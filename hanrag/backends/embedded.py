@@ -77,6 +77,9 @@ class EmbeddedBackend:
             return np.zeros(rows.size, np.float32)
         return np.asarray(self.snapshot.sparse.scores(query), dtype=np.float32)[rows]
 
+    def sparse_ceiling(self, query: Mapping[str, float]) -> float:
+        return self.snapshot.sparse.ceiling(query)
+
     def dense_search(self, qvec: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[str, float]]:
         if k <= 0:
             return []

@@ -396,6 +396,24 @@ class MilvusBackend:
                 vec[tid] = vec.get(tid, 0.0) + float(query[term]) * float(bm25_idf(df, n_docs, self._method()))
         return vec
 
+    def sparse_ceiling(self, query: Mapping[str, float]) -> float:
+        """The highest BM25 score any chunk could reach (``bm25_ceiling``) from the current df / N (one lookup)."""
+        from hanrag.index.sparse import bm25_ceiling
+
+        terms = [t for t, w in query.items() if w > 0]
+        if not terms:
+            return 0.0
+        keys = {term_key(t): t for t in terms}
+        rows = self._query_ids(self.terms_collection, "key", [META_KEY, *keys], ["key", "df", "info"])
+        n_docs, df_of = 0, {}
+        for r in rows:
+            if r["key"] == META_KEY:
+                n_docs = int(r["info"].get("n_docs", 0))
+            else:
+                df_of[keys[r["key"]]] = int(r["df"])
+        bm = self.meta().get("bm25", {})
+        return bm25_ceiling(query, df_of, n_docs, float(bm.get("k1", self.cfg.bm25.k1)), self._method())
+
     def _method(self) -> str:
         return str(self.meta().get("bm25", {}).get("method", self.cfg.bm25.method))
 

@@ -451,12 +451,14 @@ def build_index(
 ) -> BuildReport:
     """Read, check and chunk a corpus folder, then index it incrementally and publish a snapshot."""
     from hanrag.chunking import chunk_document
+    from hanrag.sync import check_index_source
     from hanrag.validate import prepare_corpus
 
     t0 = time.perf_counter()
     corpus = Path(corpus)
     if not corpus.exists():
         raise FileNotFoundError(f"{corpus}: no such corpus folder")
+    check_index_source(index_dir, "files")  # never replace a Confluence-synced index with a corpus
     prepared = prepare_corpus(corpus, cfg)
     chunks = [c for doc in prepared.indexable for c in chunk_document(doc, cfg.chunking)]
     return build_from_chunks(

@@ -65,6 +65,26 @@ def bm25_tf_part(
     return float(out) if out.ndim == 0 else out
 
 
+def bm25_ceiling(
+    weights: Mapping[str, float], df_of: Mapping[str, int], n_docs: int, k1: float, method: str = "lucene"
+) -> float:
+    """The highest BM25 score a document could reach for weighted query tokens: Σ weight · idf · the tf
+    part's limit (1, or k1 + 1 for atire, as tf grows). A token the index lacks counts with df = 0 (the
+    most informative a token can be): query words the corpus does not hold are evidence nobody matched.
+    Dividing a real score by it gives a corpus-size-free measure of lexical evidence."""
+    if method not in METHODS:
+        raise ValueError(f"unknown BM25 method {method!r}; expected one of {', '.join(METHODS)}")
+    toks = [t for t, w in weights.items() if w > 0]
+    if not toks or n_docs <= 0:
+        return 0.0
+    df = np.array([min(max(int(df_of.get(t, 0)), 0), n_docs) for t in toks], dtype=np.float64)
+    w = np.array([weights[t] for t in toks], dtype=np.float64)
+    # atire's log(N/df) is undefined at df = 0: there a token in one document is the best it can be
+    idf = np.maximum(np.asarray(bm25_idf(np.maximum(df, 1.0) if method == "atire" else df, n_docs, method)), 0.0)
+    limit = k1 + 1.0 if method == "atire" else 1.0
+    return float(np.sum(w * idf) * limit)
+
+
 def _atomic_save_npy(path: Path, arr: np.ndarray) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("wb") as fh:
@@ -225,6 +245,15 @@ class SparseIndex:
         hits = np.flatnonzero(np.asarray(self.indices) == row)
         token_of = np.searchsorted(np.asarray(self.indptr), hits, side="right") - 1
         return {self.vocab[int(t)]: float(self.data[h]) for t, h in zip(token_of, hits, strict=True)}
+
+    def ceiling(self, weights: Mapping[str, float]) -> float:
+        """The highest score any document could reach for ``weights`` (:func:`bm25_ceiling`)."""
+        df_of = {}
+        for tok in weights:
+            tid = self.token_ids.get(tok)
+            if tid is not None:
+                df_of[tok] = int(self.indptr[tid + 1]) - int(self.indptr[tid])
+        return bm25_ceiling(weights, df_of, self.n_docs, self.k1, self.method)
 
     def idf(self) -> np.ndarray:
         """idf per token id (document frequency from the column lengths)."""

@@ -2,6 +2,6 @@
 
 from hanrag.search.fusion import FUSIONS, fuse
 from hanrag.search.plan import QueryPlanner, rules_for, select_rule
-from hanrag.search.searcher import Searcher, StageTimes
+from hanrag.search.searcher import Searcher, SearchResult, StageTimes
 
-__all__ = ["FUSIONS", "QueryPlanner", "Searcher", "StageTimes", "fuse", "rules_for", "select_rule"]
+__all__ = ["FUSIONS", "QueryPlanner", "SearchResult", "Searcher", "StageTimes", "fuse", "rules_for", "select_rule"]

@@ -49,6 +49,8 @@ class MemoryBackend:
         self.vocab: dict[str, int] = {t: i for t, i in retriever.vocab_dict.items() if t and i < ncols}
         # (docs x vocab) matrix of per-token BM25 contributions; a weighted query is one mat-vec
         self.matrix = sp.csc_matrix((s["data"], s["indices"], s["indptr"]), shape=(n, ncols))
+        self.df = np.diff(np.asarray(s["indptr"]))  # documents per token (column lengths)
+        self.k1, self.method = k1, method
         # duplicate chunk id -> kept chunk id; duplicates never come back on their own
         self.dup_of = dict(duplicates or {})
         self.hidden = np.zeros(n, dtype=bool)
@@ -108,6 +110,12 @@ class MemoryBackend:
     def sparse_scores(self, query: Mapping[str, float], chunk_ids: Sequence[str]) -> np.ndarray:
         scores = self._all_sparse(query)
         return np.array([scores[self.pos[c]] for c in chunk_ids], dtype=np.float64)
+
+    def sparse_ceiling(self, query: Mapping[str, float]) -> float:
+        from hanrag.index.sparse import bm25_ceiling
+
+        df_of = {t: int(self.df[self.vocab[t]]) for t in query if t in self.vocab}
+        return bm25_ceiling(query, df_of, len(self.chunks), self.k1, self.method)
 
     def dense_search(self, qvec: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[str, float]]:
         scores = self.vectors @ np.asarray(qvec, dtype=np.float32)

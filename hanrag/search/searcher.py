@@ -27,7 +27,7 @@ LANGS = ("ko", "zh", "en")
 
 @dataclass
 class StageTimes:
-    """Seconds spent per stage of the last search (for benchmarks and the server's timing header)."""
+    """Seconds spent per stage of one search (for benchmarks and the server's timing header)."""
 
     plan: float = 0.0
     bm25: float = 0.0
@@ -37,6 +37,19 @@ class StageTimes:
     rerank: float = 0.0
     total: float = 0.0
     extra: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """One search, as it ran: the final plan (rule and weights actually used, which the hybrid
+    pipeline may re-select once BM25 has run), the hits and the seconds per stage.
+
+    Returned rather than stored on the searcher, so concurrent searches never see each other's state.
+    """
+
+    plan: QueryPlan
+    hits: list[Hit]
+    times: StageTimes
 
 
 def _with_lang(filters: Filters | None, lang: str) -> Filters:
@@ -66,7 +79,6 @@ class Searcher:
         self.lexicon = lexicon
         self.planner = QueryPlanner(cfg, analyzer, lexicon)
         self._reranker = reranker
-        self.last_times = StageTimes()
         self._index_langs: tuple[str, ...] | None = None
 
     # -- pieces -------------------------------------------------------------------------------------
@@ -105,7 +117,23 @@ class Searcher:
         explain: bool = False,
         qvec: np.ndarray | None = None,
     ) -> list[Hit]:
-        """Top-``top_k`` hits for ``query``. ``qvec`` skips query embedding (benchmarks with cached vectors)."""
+        """Top-``top_k`` hits for ``query`` (:meth:`run` without the plan and stage times)."""
+        return self.run(query, top_k, mode, filters, explain, qvec).hits
+
+    def run(
+        self,
+        query: str,
+        top_k: int = 10,
+        mode: str = "hybrid",
+        filters: Filters | None = None,
+        explain: bool = False,
+        qvec: np.ndarray | None = None,
+    ) -> SearchResult:
+        """Top-``top_k`` hits for ``query`` with the final plan and stage times.
+
+        ``qvec`` skips query embedding (benchmarks with cached vectors). Nothing is stored on
+        the searcher: one instance serves concurrent searches.
+        """
         if not query or not query.strip():
             raise ValueError("empty query")
         if top_k < 1:
@@ -116,7 +144,6 @@ class Searcher:
         times = StageTimes()
         t0 = time.perf_counter()
         plan, weights = self.planner.plan(query, mode)
-        self.last_plan = plan
         times.plan = time.perf_counter() - t0
         k = candidate_count(top_k, sc.candidates)
         if sc.rerank.model:
@@ -140,16 +167,15 @@ class Searcher:
         ids = list(dict.fromkeys([*bm25, *dense]))
         if not ids:
             times.total = time.perf_counter() - t0
-            self.last_times = times
-            return []
+            return SearchResult(plan, [], times)
         chunks = dict(zip(ids, self.backend.get_chunks(ids), strict=True))
 
         # cross-lingual: the query's own language has weak lexical evidence -> let other languages compete
         offsets: dict[str, float] = {}
         if mode == "hybrid" and sc.cross_lingual:
-            own = [s for cid, s in bm25.items() if chunks[cid].lang == plan.lang]
-            weak = (max(own) if own else 0.0) < sc.xling_min_bm25
-            plan = self.planner.replan(plan, weak)
+            evidence = self.lexical_evidence(plan, weights, bm25, chunks)
+            weak = evidence < sc.xling_min_evidence
+            plan = dataclasses.replace(self.planner.replan(plan, weak), lexical_evidence=round(evidence, 4))
             if weak and plan.lang == "en" and sc.xling_translate_weight > 0:
                 t = time.perf_counter()
                 plan, weights, bm25 = self._translate(plan, weights, k, filters, bm25, chunks)
@@ -219,9 +245,23 @@ class Searcher:
                                     penalties[rank - 1], scores[rank - 1], cid in bm25, cid in dense)
             hits.append(Hit(chunks[cid], float(scores[rank - 1]), rank, tuple(dups.get(cid, ())), exp))
         times.total = time.perf_counter() - t0
-        self.last_times = times
-        self.last_plan = plan
-        return hits
+        return SearchResult(plan, hits, times)
+
+    def lexical_evidence(self, plan: QueryPlan, weights: dict[str, float], bm25: dict[str, float],
+                         chunks: dict[str, Chunk]) -> float:
+        """How much of the query the best same-language chunk matches lexically: its BM25 score over the
+        ceiling of the query's own tokens (:meth:`IndexBackend.sparse_ceiling`), 0 without such a chunk.
+
+        A ratio, not a raw score: BM25 grows with idf, i.e. with corpus size, so an absolute threshold
+        called nearly every query on a small corpus "weak". Expansions stay out of the ceiling (they
+        reach other scripts; a same-language chunk rarely holds them) but count in the score.
+        """
+        own = [s for cid, s in bm25.items() if chunks[cid].lang == plan.lang]
+        if not own:
+            return 0.0
+        query = {t: weights[t] for t in plan.tokens if t in weights} or weights
+        ceiling = self.backend.sparse_ceiling(query)
+        return float(max(own) / ceiling) if ceiling > 0 else 0.0
 
     def _translate(self, plan: QueryPlan, weights: dict[str, float], k: int, filters: Filters | None,
                    bm25: dict[str, float], chunks: dict[str, Chunk]):
