@@ -52,6 +52,45 @@ class SearchResult:
     times: StageTimes
 
 
+@dataclass
+class _Candidates:
+    """One search's candidate state between retrieve and fuse. Built per call of :meth:`Searcher.run`
+    and passed between its stages, never stored on the searcher (searches run concurrently).
+
+    Mutable because the cross-lingual stage re-plans, widens the BM25 query and adds candidates.
+    """
+
+    plan: QueryPlan
+    weights: dict[str, float]
+    qvec: np.ndarray | None
+    bm25: dict[str, float]
+    dense: dict[str, float]
+    ids: list[str]
+    chunks: dict[str, Chunk]
+    offsets: dict[str, float] = field(default_factory=dict)  # per-language dense offsets (cross-lingual centring)
+
+
+@dataclass(frozen=True)
+class _Ranking:
+    """Candidate indices (into ``_Candidates.ids``) in final order with their scores.
+
+    ``pre``/``penalties`` are the scores before diversity and its penalties; None (no diversity) means
+    pre == scores and every penalty is 1.
+    """
+
+    order: list[int]
+    scores: list[float]
+    rerank_raw: dict[int, float] = field(default_factory=dict)
+    pre: list[float] | None = None
+    penalties: list[float] | None = None
+
+    def pre_score(self, pos: int) -> float:
+        return self.scores[pos] if self.pre is None else self.pre[pos]
+
+    def penalty(self, pos: int) -> float:
+        return 1.0 if self.penalties is None else self.penalties[pos]
+
+
 def _with_lang(filters: Filters | None, lang: str) -> Filters:
     base = filters or Filters()
     if base.lang and lang not in base.lang:
@@ -132,7 +171,7 @@ class Searcher:
         """Top-``top_k`` hits for ``query`` with the final plan and stage times.
 
         ``qvec`` skips query embedding (benchmarks with cached vectors). Nothing is stored on
-        the searcher: one instance serves concurrent searches.
+        the searcher: one instance serves concurrent searches (per-search state lives in locals).
         """
         if not query or not query.strip():
             raise ValueError("empty query")
@@ -140,15 +179,42 @@ class Searcher:
             raise ValueError(f"top_k must be >= 1, got {top_k}")
         if filters is not None and filters.is_empty():
             filters = None
-        sc = self.cfg.search
         times = StageTimes()
         t0 = time.perf_counter()
         plan, weights = self.planner.plan(query, mode)
         times.plan = time.perf_counter() - t0
+        k = self._candidate_k(top_k)
+
+        cand = self._retrieve(query, plan, weights, mode, k, filters, qvec, times)
+        if not cand.ids:
+            times.total = time.perf_counter() - t0
+            return SearchResult(plan, [], times)
+        if mode == "hybrid" and self.cfg.search.cross_lingual:
+            self._cross_lingual_stage(cand, k, filters, times)
+
+        t = time.perf_counter()
+        fused = self._fuse(cand, mode)
+        order = [int(i) for i in fused.order()]
+        times.fusion = time.perf_counter() - t
+
+        ranking = self._rerank(query, cand, fused, order, top_k, times)
+        ranking = self._diversify(cand, ranking)
+        hits = self._hits(cand, fused, ranking, top_k, explain)
+        times.total = time.perf_counter() - t0
+        return SearchResult(cand.plan, hits, times)
+
+    # -- pipeline stages (each takes and returns per-search state; nothing lands on self) ------------
+    def _candidate_k(self, top_k: int) -> int:
+        """How many candidates each retriever draws: enough for fusion and, when on, the reranker."""
+        sc = self.cfg.search
         k = candidate_count(top_k, sc.candidates)
         if sc.rerank.model:
             k = max(k, sc.rerank.candidates)
+        return k
 
+    def _retrieve(self, query: str, plan: QueryPlan, weights: dict[str, float], mode: str, k: int,
+                  filters: Filters | None, qvec: np.ndarray | None, times: StageTimes) -> _Candidates:
+        """Sparse top-K and dense top-K; the union of their ids, with chunks loaded when there are any."""
         bm25: dict[str, float] = {}
         dense: dict[str, float] = {}
         if mode != "dense" and weights:
@@ -163,89 +229,111 @@ class Searcher:
             t = time.perf_counter()
             dense = dict(self.backend.dense_search(qvec, k, filters))
             times.dense = time.perf_counter() - t
-
         ids = list(dict.fromkeys([*bm25, *dense]))
-        if not ids:
-            times.total = time.perf_counter() - t0
-            return SearchResult(plan, [], times)
-        chunks = dict(zip(ids, self.backend.get_chunks(ids), strict=True))
+        # no backend round trip for an empty candidate set (the caller returns early)
+        chunks = dict(zip(ids, self.backend.get_chunks(ids), strict=True)) if ids else {}
+        return _Candidates(plan, weights, qvec, bm25, dense, ids, chunks)
 
-        # cross-lingual: the query's own language has weak lexical evidence -> let other languages compete
-        offsets: dict[str, float] = {}
-        if mode == "hybrid" and sc.cross_lingual:
-            evidence = self.lexical_evidence(plan, weights, bm25, chunks)
-            weak = evidence < sc.xling_min_evidence
-            plan = dataclasses.replace(self.planner.replan(plan, weak), lexical_evidence=round(evidence, 4))
-            if weak and plan.lang == "en" and sc.xling_translate_weight > 0:
-                t = time.perf_counter()
-                plan, weights, bm25 = self._translate(plan, weights, k, filters, bm25, chunks)
-                ids = list(dict.fromkeys([*ids, *bm25]))
-                times.bm25 += time.perf_counter() - t
-            if weak and sc.xling_calibration == "center" and qvec is not None:
-                t = time.perf_counter()
-                offsets = self._cross_lingual(qvec, k, filters, plan.lang, dense, chunks)
-                ids = list(dict.fromkeys([*ids, *dense]))
-                times.dense += time.perf_counter() - t
+    def _cross_lingual_stage(self, cand: _Candidates, k: int, filters: Filters | None, times: StageTimes) -> None:
+        """The query's own language has weak lexical evidence -> let other languages compete.
 
-        t = time.perf_counter()
-        b_arr = np.array([bm25.get(c, np.nan) for c in ids], dtype=np.float64)
-        d_arr = np.array([dense.get(c, np.nan) for c in ids], dtype=np.float64)
-        if sc.fill_missing and mode == "hybrid":
-            miss_b = [i for i, c in enumerate(ids) if c not in bm25]
-            miss_d = [i for i, c in enumerate(ids) if c not in dense]
-            if miss_b and weights:
-                b_arr[miss_b] = self.backend.sparse_scores(weights, [ids[i] for i in miss_b])
-            if miss_d and qvec is not None:
-                d_arr[miss_d] = self.backend.dense_scores(qvec, [ids[i] for i in miss_d])
-        if offsets:
-            d_arr = d_arr - np.array([offsets.get(chunks[c].lang, 0.0) for c in ids])
-        if mode == "hybrid":
-            fused = fuse(ids, b_arr, d_arr, plan.bm25_weight, plan.dense_weight, sc.fusion, sc.rrf_k)
-        else:  # a single retriever: its raw score is the ranking
-            raw = b_arr if mode == "bm25" else d_arr
-            fused = Fused(tuple(ids), b_arr, d_arr, np.nan_to_num(b_arr), np.nan_to_num(d_arr),
-                          np.nan_to_num(raw, nan=-np.inf), mode)
-        order = [int(i) for i in fused.order()]
-        times.fusion = time.perf_counter() - t
-
-        scores = [float(fused.fused[i]) for i in order]
-        rerank_raw: dict[int, float] = {}
-        if self.reranker is not None:
+        Re-selects the plan, and when weak, adds dictionary translations (time counted as BM25) and
+        centres each language's dense pool (time counted as dense). Updates ``cand`` in place.
+        """
+        sc = self.cfg.search
+        evidence = self.lexical_evidence(cand.plan, cand.weights, cand.bm25, cand.chunks)
+        weak = evidence < sc.xling_min_evidence
+        cand.plan = dataclasses.replace(self.planner.replan(cand.plan, weak), lexical_evidence=round(evidence, 4))
+        if weak and cand.plan.lang == "en" and sc.xling_translate_weight > 0:
             t = time.perf_counter()
-            n = min(len(order), max(sc.rerank.candidates, top_k))
-            head = order[:n]
-            rr = self.reranker.rerank(query, [chunks[ids[i]].text for i in head], scores[:n])
-            rerank_raw = {i: float(r) for i, r in zip(head, rr.raw, strict=True)}
-            new_head = sorted(range(n), key=lambda j: (-rr.final[j], j))
-            order = [head[j] for j in new_head] + order[n:]
-            tail_cap = float(rr.final.min()) if n else 0.0
-            # reranked hits stay above the un-reranked tail (their scores live on another scale)
-            scores = [float(rr.final[j]) for j in new_head] + [tail_cap - 1.0 - r for r in range(len(order) - n)]
-            times.rerank = time.perf_counter() - t
+            cand.plan, cand.weights, cand.bm25 = self._translate(cand.plan, cand.weights, k, filters, cand.bm25,
+                                                                 cand.chunks)
+            cand.ids = list(dict.fromkeys([*cand.ids, *cand.bm25]))
+            times.bm25 += time.perf_counter() - t
+        if weak and sc.xling_calibration == "center" and cand.qvec is not None:
+            t = time.perf_counter()
+            cand.offsets = self._cross_lingual(cand.qvec, k, filters, cand.plan.lang, cand.dense, cand.chunks)
+            cand.ids = list(dict.fromkeys([*cand.ids, *cand.dense]))
+            times.dense += time.perf_counter() - t
 
-        penalties = [1.0] * len(order)
-        if sc.diversity:
-            sources = [chunks[ids[i]].source or chunks[ids[i]].doc_id for i in order]
-            div_order, penalties, finals = apply_diversity(scores, sources, sc.diversity_factors)
-            order = [order[j] for j in div_order]
-            penalties = [penalties[j] for j in div_order]
-            pre = [scores[j] for j in div_order]
-            scores = [finals[j] for j in div_order]
-        else:
-            pre = list(scores)
+    def _fill_missing(self, cand: _Candidates, mode: str) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 and dense score arrays over ``cand.ids`` (NaN = not scored); in hybrid mode with
+        ``fill_missing``, a candidate only one retriever found is scored by the other too."""
+        ids = cand.ids
+        b_arr = np.array([cand.bm25.get(c, np.nan) for c in ids], dtype=np.float64)
+        d_arr = np.array([cand.dense.get(c, np.nan) for c in ids], dtype=np.float64)
+        if self.cfg.search.fill_missing and mode == "hybrid":
+            miss_b = [i for i, c in enumerate(ids) if c not in cand.bm25]
+            miss_d = [i for i, c in enumerate(ids) if c not in cand.dense]
+            if miss_b and cand.weights:
+                b_arr[miss_b] = self.backend.sparse_scores(cand.weights, [ids[i] for i in miss_b])
+            if miss_d and cand.qvec is not None:
+                d_arr[miss_d] = self.backend.dense_scores(cand.qvec, [ids[i] for i in miss_d])
+        return b_arr, d_arr
 
-        top = order[:top_k]
-        dups = self.backend.duplicates_of([ids[i] for i in top])
+    def _fuse(self, cand: _Candidates, mode: str) -> Fused:
+        """Fused scores over ``cand.ids``: weighted fusion in hybrid mode, else the one retriever's raw score."""
+        sc = self.cfg.search
+        b_arr, d_arr = self._fill_missing(cand, mode)
+        if cand.offsets:
+            d_arr = d_arr - np.array([cand.offsets.get(cand.chunks[c].lang, 0.0) for c in cand.ids])
+        if mode == "hybrid":
+            return fuse(cand.ids, b_arr, d_arr, cand.plan.bm25_weight, cand.plan.dense_weight, sc.fusion, sc.rrf_k)
+        raw = b_arr if mode == "bm25" else d_arr
+        return Fused(tuple(cand.ids), b_arr, d_arr, np.nan_to_num(b_arr), np.nan_to_num(d_arr),
+                     np.nan_to_num(raw, nan=-np.inf), mode)
+
+    def _rerank(self, query: str, cand: _Candidates, fused: Fused, order: list[int], top_k: int,
+                times: StageTimes) -> _Ranking:
+        """Cross-encoder rerank of the fused head when a reranker is configured; else the fused ranking."""
+        scores = [float(fused.fused[i]) for i in order]
+        reranker = self.reranker
+        if reranker is None:
+            return _Ranking(order, scores)
+        t = time.perf_counter()
+        n = min(len(order), max(self.cfg.search.rerank.candidates, top_k))
+        head = order[:n]
+        rr = reranker.rerank(query, [cand.chunks[cand.ids[i]].text for i in head], scores[:n])
+        rerank_raw = {i: float(r) for i, r in zip(head, rr.raw, strict=True)}
+        new_head = sorted(range(n), key=lambda j: (-rr.final[j], j))
+        order = [head[j] for j in new_head] + order[n:]
+        tail_cap = float(rr.final.min()) if n else 0.0
+        # reranked hits stay above the un-reranked tail (their scores live on another scale)
+        scores = [float(rr.final[j]) for j in new_head] + [tail_cap - 1.0 - r for r in range(len(order) - n)]
+        times.rerank = time.perf_counter() - t
+        return _Ranking(order, scores, rerank_raw=rerank_raw)
+
+    def _diversify(self, cand: _Candidates, ranking: _Ranking) -> _Ranking:
+        """Source-diversity penalties when on; keeps the pre-penalty scores for the explanation."""
+        if not self.cfg.search.diversity:
+            return ranking
+        order = ranking.order
+        sources = [cand.chunks[cand.ids[i]].source or cand.chunks[cand.ids[i]].doc_id for i in order]
+        div_order, penalties, finals = apply_diversity(ranking.scores, sources, self.cfg.search.diversity_factors)
+        return _Ranking(
+            order=[order[j] for j in div_order],
+            scores=[finals[j] for j in div_order],
+            rerank_raw=ranking.rerank_raw,
+            pre=[ranking.scores[j] for j in div_order],
+            penalties=[penalties[j] for j in div_order],
+        )
+
+    def _hits(self, cand: _Candidates, fused: Fused, ranking: _Ranking, top_k: int, explain: bool) -> list[Hit]:
+        """The top ``top_k`` as hits, with their near-duplicates' sources and, when asked, explanations."""
+        top = ranking.order[:top_k]
+        dups = self.backend.duplicates_of([cand.ids[i] for i in top])
         hits = []
         for rank, i in enumerate(top, 1):
-            cid = ids[i]
+            cid = cand.ids[i]
+            chunk = cand.chunks[cid]
+            score = ranking.scores[rank - 1]
             exp = None
             if explain:
-                exp = self._explain(plan, weights, fused, i, chunks[cid], pre[rank - 1], rerank_raw.get(i),
-                                    penalties[rank - 1], scores[rank - 1], cid in bm25, cid in dense)
-            hits.append(Hit(chunks[cid], float(scores[rank - 1]), rank, tuple(dups.get(cid, ())), exp))
-        times.total = time.perf_counter() - t0
-        return SearchResult(plan, hits, times)
+                exp = self._explain(cand.plan, cand.weights, fused, i, chunk, ranking.pre_score(rank - 1),
+                                    ranking.rerank_raw.get(i), ranking.penalty(rank - 1), score,
+                                    cid in cand.bm25, cid in cand.dense)
+            hits.append(Hit(chunk, float(score), rank, tuple(dups.get(cid, ())), exp))
+        return hits
 
     def lexical_evidence(self, plan: QueryPlan, weights: dict[str, float], bm25: dict[str, float],
                          chunks: dict[str, Chunk]) -> float:
