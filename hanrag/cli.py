@@ -236,7 +236,7 @@ def demo(
         render_corpus_summary(summary)
         console.rule(f"build {index}")
     try:
-        report = build_index(corpus, index, cfg, progress=not json_out)
+        report = build_index(corpus, index, cfg, progress=not json_out, prepared=prepared)
     except (EmbedderError, IndexBuildError, OSError) as exc:
         fail(str(exc), "check the [embedder] config and that the index folder is writable")
         return

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from hanrag.embed import Embedder, identity_key, load_embedder
 from hanrag.index import store
 from hanrag.index.dedup import mark_duplicates
 from hanrag.records import Chunk, Finding
+
+if TYPE_CHECKING:
+    from hanrag.validate import PreparedCorpus
 
 CACHE_DIR = "cache"
 CHECKPOINT_EVERY = 256  # new vectors between cache checkpoints, so a killed build resumes
@@ -448,8 +451,12 @@ def build_index(
     *,
     embedder: Embedder | None = None,
     progress: bool = True,
+    prepared: PreparedCorpus | None = None,
 ) -> BuildReport:
-    """Read, check and chunk a corpus folder, then index it incrementally and publish a snapshot."""
+    """Read, check and chunk a corpus folder, then index it incrementally and publish a snapshot.
+
+    ``prepared``: the corpus as :func:`hanrag.validate.prepare_corpus` already read it (the demo
+    lints first), so it is not read twice."""
     from hanrag.chunking import chunk_document
     from hanrag.sync import check_index_source
     from hanrag.validate import prepare_corpus
@@ -459,7 +466,8 @@ def build_index(
     if not corpus.exists():
         raise FileNotFoundError(f"{corpus}: no such corpus folder")
     check_index_source(index_dir, "files")  # never replace a Confluence-synced index with a corpus
-    prepared = prepare_corpus(corpus, cfg)
+    if prepared is None:
+        prepared = prepare_corpus(corpus, cfg)
     chunks = [c for doc in prepared.indexable for c in chunk_document(doc, cfg.chunking)]
     return build_from_chunks(
         chunks,
