@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from hanrag.config import Config, ConfigError, load_config
 
@@ -53,8 +54,6 @@ def fail(message: str, hint: str = "") -> None:
             traceback.print_exc()
         else:
             traceback.print_stack()
-    from rich.markup import escape
-
     # escaped: messages and hints name config sections ("[embedder]") that Rich would eat as markup
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     if hint:
@@ -78,13 +77,16 @@ def _check_corpus_path(path: Path) -> None:
 
 def render_findings(findings: list | tuple, title: str = "findings") -> None:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=title, show_lines=False)
     for name in ("severity", "code", "file", "message"):
         table.add_column(name, overflow="fold")
     for f in findings:
         style = _SEVERITY_STYLE.get(f.severity, "")
-        table.add_row(f"[{style}]{f.severity}[/]", f.code, f.path + (f":{f.line}" if f.line else ""), f.message)
+        # plain Text, not markup: paths and messages may hold "[corpus]" or backslashes
+        where = Text(f.path + (f":{f.line}" if f.line else ""))
+        table.add_row(f"[{style}]{f.severity}[/]", Text(f.code), where, Text(f.message))
     console.print(table)
 
 
@@ -258,7 +260,7 @@ def demo(
         })
         return
     for line in report.summary_lines():
-        console.print(f"[bold yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False)
+        console.print(escape(line), style="bold yellow" if line.startswith("WARNING") else None, highlight=False)
     for query, plan, hits in answers:
         console.rule(f"[bold]{query}[/]")
         _render_hits(plan, hits, True)
@@ -693,7 +695,7 @@ def build(
     if errors and not quiet:
         render_findings(errors, title="corpus findings")
     for line in report.summary_lines():
-        console.print(f"[bold yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False)
+        console.print(escape(line), style="bold yellow" if line.startswith("WARNING") else None, highlight=False)
 
 
 @app.command()

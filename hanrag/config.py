@@ -45,6 +45,9 @@ class CorpusConfig:
     max_lines_info: int = 200
     mixed_topic_lines: int = 400
     max_file_bytes: int = 20_000_000
+    # read symlinks whose target is outside the corpus root, and descend into folder symlinks
+    # (loops are detected); off: such links are skipped with a finding
+    follow_symlinks: bool = False
 
 
 @dataclass

@@ -4,6 +4,13 @@ Files are only ever read: nothing here writes, moves or deletes a user's file.
 Each problem (bad encoding, binary, too large, empty, bad front matter) becomes a
 :class:`~hanrag.records.Finding` that names the file, and the walk goes on.
 
+Only regular files are read (:func:`walk_corpus`): named pipes, sockets and devices,
+unreadable files and folders, broken symlinks, symlink loops and symlinks that leave the
+corpus root (unless ``[corpus] follow_symlinks = true``) are findings, never a hang or a
+silent skip. A file name that is not valid UTF-8 (a CP949 name from an old zip) is read
+under its escaped name (each undecodable byte as ``\\xNN``, see :func:`display_name`) with a
+finding, so ids, chunk hashes and JSON never meet a lone surrogate.
+
 Readers are looked up by lower-case extension in :data:`READERS`; other modules add
 theirs (``READERS[".html"] = read_html``). A reader gets ``(file, corpus_root, cfg)``
 and returns ``(Document | None, findings)``. The helpers :func:`decode_bytes`,
@@ -13,9 +20,11 @@ and returns ``(Document | None, findings)``. The helpers :func:`decode_bytes`,
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import fnmatch
 import os
 import re
+import stat
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -38,13 +47,26 @@ _HUMAN = {"human", "manual", "curated"}
 _BINARY_BYTES = set(range(0x00, 0x09)) | {0x0B} | set(range(0x0E, 0x1A)) | set(range(0x1C, 0x20))
 
 
+def display_name(name: str) -> str:
+    """``name`` with every byte that was not valid UTF-8 written as ``\\xNN``.
+
+    Python hands undecodable file-name bytes over as lone surrogates (``surrogateescape``),
+    which cannot be encoded (hashing, JSON, terminals). The escaped form is printable, stable
+    and keeps every byte value; names that are valid UTF-8 come back unchanged.
+    """
+    if name.isascii() or not any("\udc80" <= c <= "\udcff" for c in name):
+        return name
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def relative_id(path: Path, root: Path) -> str:
-    """The stable document id: the path relative to the corpus root with ``/`` separators."""
+    """The stable document id: the path relative to the corpus root with ``/`` separators
+    (undecodable name bytes escaped by :func:`display_name`)."""
     try:
         rel = path.relative_to(root)
     except ValueError:
         rel = Path(path.name)
-    return PurePosixPath(*rel.parts).as_posix()
+    return display_name(PurePosixPath(*rel.parts).as_posix())
 
 
 def decode_bytes(data: bytes, rel: str) -> tuple[str | None, list[Finding]]:
@@ -59,7 +81,9 @@ def decode_bytes(data: bytes, rel: str) -> tuple[str | None, list[Finding]]:
         except UnicodeDecodeError:
             pass
     if _looks_binary(data):
-        return None, [Finding(rel, "warning", "binary-file", "binary content (NUL or control bytes); skipped")]
+        nul = data.find(b"\x00")
+        what = f"a NUL byte at offset {nul:,}" if nul >= 0 else "control bytes"
+        return None, [Finding(rel, "warning", "binary-file", f"binary content ({what}); skipped")]
     try:
         return _newlines(data.decode("utf-8-sig")), []
     except UnicodeDecodeError as exc:
@@ -89,9 +113,11 @@ def decode_bytes(data: bytes, rel: str) -> tuple[str | None, list[Finding]]:
 
 
 def _looks_binary(data: bytes) -> bool:
-    head = data[:8192]
-    if b"\x00" in head:
+    # a NUL anywhere (not only in the head) marks a binary or corrupted file: skipped, never
+    # stripped, so a text with a damaged tail is not indexed half-right
+    if b"\x00" in data:
         return True
+    head = data[:8192]
     if not head:
         return False
     controls = sum(1 for b in head if b in _BINARY_BYTES)
@@ -240,6 +266,9 @@ def make_document(
     page_starts: tuple[int, ...] = (),
 ) -> tuple[Document, list[Finding]]:
     """Build a Document from a body and its front matter (shared by every file reader)."""
+    rel = display_name(rel)
+    default_title = display_name(default_title)
+    path = display_name(path) if path is not None else None
     provenance, findings = provenance_for(rel, meta, cfg)
     title = _as_str(meta.get("title"))
     if not title:
@@ -270,19 +299,31 @@ def read_bytes(path: Path, root: Path, cfg: Config) -> tuple[bytes | None, list[
     """The file's bytes, or None with a finding (unreadable, too large, empty)."""
     rel = relative_id(path, root)
     try:
-        size = path.stat().st_size
-        if size > cfg.corpus.max_file_bytes:
-            return None, [
-                Finding(
-                    rel,
-                    "warning",
-                    "too-large",
-                    f"{size:,} bytes is over corpus.max_file_bytes ({cfg.corpus.max_file_bytes:,}); skipped",
-                )
-            ]
-        data = path.read_bytes()
+        # O_NONBLOCK: a FIFO swapped in after the walk must not hang the open; fstat then
+        # refuses anything that is not a regular file before a byte is read
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return None, [_special_finding(rel, st.st_mode)]
+            size = st.st_size
+            if size > cfg.corpus.max_file_bytes:
+                return None, [
+                    Finding(
+                        rel,
+                        "warning",
+                        "too-large",
+                        f"{size:,} bytes is over corpus.max_file_bytes ({cfg.corpus.max_file_bytes:,}); skipped",
+                    )
+                ]
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                data = fh.read(cfg.corpus.max_file_bytes + 1)
+        finally:
+            os.close(fd)
     except OSError as exc:
         return None, [Finding(rel, "error", "unreadable", f"cannot read: {exc.strerror or exc}")]
+    if len(data) > cfg.corpus.max_file_bytes:  # grew while being read
+        return None, [Finding(rel, "warning", "too-large", "over corpus.max_file_bytes; skipped")]
     if not data.strip():
         return None, [Finding(rel, "warning", "empty-file", "empty file; skipped")]
     return data, []
@@ -335,21 +376,172 @@ READERS: dict[str, Reader] = {
 }
 
 
-def iter_corpus_files(root: Path, cfg: Config) -> list[Path]:
-    """Files under ``root`` (sorted, hidden entries skipped) whose extension is configured and readable."""
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def _special_finding(rel: str, mode: int) -> Finding:
+    kind = next((label for test, label in _KINDS if test(mode)), "not a regular file")
+    return Finding(rel, "warning", "special-file", f"{kind}, not a regular file; skipped (only regular files are read)")
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _bad_name_finding(rel: str, name: str) -> Finding | None:
+    if display_name(name) == name:
+        return None
+    raw = os.fsencode(name)
+    guess = ""
+    for enc in ("cp949", "gb18030", "big5", "shift_jis"):
+        try:
+            guess = f"; as {enc.upper()} it reads {raw.decode(enc)!r}"
+            break
+        except UnicodeDecodeError:
+            continue
+    return Finding(
+        rel,
+        "warning",
+        "non-utf8-name",
+        f"the name is not valid UTF-8; read under the escaped name {display_name(name)!r}{guess}. "
+        "Rename it to UTF-8 to get a readable id",
+    )
+
+
+def walk_corpus(root: Path, cfg: Config) -> tuple[list[Path], list[Finding]]:
+    """Regular files under ``root`` (sorted, hidden entries skipped) whose extension has a reader,
+    and a finding for every entry that cannot be read safely.
+
+    Nothing is opened here: entries are classified by ``lstat``/``stat``. Symlinks are followed
+    when their target stays inside the corpus root (files; folders only with
+    ``follow_symlinks``); a target outside the root needs ``[corpus] follow_symlinks = true``.
+    Followed folders are tracked by (device, inode), so a loop is reported once, not walked.
+    """
     wanted = {e.lower() if e.startswith(".") else f".{e.lower()}" for e in cfg.corpus.extensions}
-    if root.is_file():
-        return [root] if root.suffix.lower() in wanted and root.suffix.lower() in READERS else []
+    follow = bool(getattr(cfg.corpus, "follow_symlinks", False))
+    root = Path(root)
+    findings: list[Finding] = []
     files: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
+
+    def want(name: str) -> bool:
+        suffix = Path(name).suffix.lower()
+        return suffix in wanted and suffix in READERS
+
+    try:
+        root_st = os.stat(root)
+    except OSError as exc:
+        return [], [Finding(display_name(str(root)), "error", "unreadable", f"cannot read: {exc.strerror or exc}")]
+    if not stat.S_ISDIR(root_st.st_mode):
+        if not stat.S_ISREG(root_st.st_mode):
+            return [], [_special_finding(display_name(root.name), root_st.st_mode)]
+        return ([root] if want(root.name) else []), []
+    base = root
+    root_real = os.path.realpath(root)
+    visited: set[tuple[int, int]] = {(root_st.st_dev, root_st.st_ino)}
+
+    def walk(folder: Path) -> None:
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            rel = relative_id(folder, base) if folder != base else "."
+            findings.append(
+                Finding(rel, "error", "unreadable", f"cannot list folder: {exc.strerror or exc}; its files are skipped")
+            )
+            return
+        for entry in entries:
+            name = entry.name
             if name.startswith("."):
                 continue
-            suffix = Path(name).suffix.lower()
-            if suffix in wanted and suffix in READERS:
-                files.append(Path(dirpath) / name)
-    return files
+            path = folder / name
+            rel = relative_id(path, base)
+            try:
+                lst = entry.stat(follow_symlinks=False)
+            except OSError as exc:
+                findings.append(Finding(rel, "error", "unreadable", f"cannot stat: {exc.strerror or exc}"))
+                continue
+            is_link = stat.S_ISLNK(lst.st_mode)
+            st = lst
+            if is_link:
+                target = os.path.realpath(path)
+                try:
+                    st = os.stat(path)
+                except OSError as exc:
+                    if exc.errno == errno.ELOOP:
+                        findings.append(Finding(rel, "warning", "symlink-loop", "symlink loop; skipped"))
+                    elif want(name):
+                        why = exc.strerror or exc
+                        msg = f"symlink to {target}: {why}; skipped"
+                        findings.append(Finding(rel, "warning", "broken-symlink", msg))
+                    continue
+                if stat.S_ISDIR(st.st_mode) and _within(os.path.realpath(folder), target):
+                    findings.append(
+                        Finding(rel, "warning", "symlink-loop", f"folder symlink to {target} (contains it); skipped")
+                    )
+                    continue
+                inside = _within(target, root_real)
+                if not inside and not follow:
+                    if stat.S_ISDIR(st.st_mode) or want(name):
+                        findings.append(
+                            Finding(
+                                rel,
+                                "warning",
+                                "symlink-outside",
+                                f"symlink to {target}, outside the corpus root; skipped "
+                                "(set [corpus] follow_symlinks = true to read it)",
+                            )
+                        )
+                    continue
+                if stat.S_ISDIR(st.st_mode) and not follow:
+                    findings.append(
+                        Finding(
+                            rel,
+                            "info",
+                            "symlink-dir",
+                            f"folder symlink to {target}; skipped, its files are read where they live "
+                            "(set [corpus] follow_symlinks = true to follow it)",
+                        )
+                    )
+                    continue
+            if stat.S_ISDIR(st.st_mode):
+                key = (st.st_dev, st.st_ino)
+                if key in visited:
+                    findings.append(
+                        Finding(rel, "warning", "symlink-loop", "folder already walked (loop or second link); skipped")
+                    )
+                    continue
+                if bad := _bad_name_finding(rel, name):
+                    findings.append(bad)
+                visited.add(key)
+                walk(path)
+                if not is_link:
+                    visited.discard(key)  # only followed links can loop; plain folders are seen once anyway
+                continue
+            if not want(name):
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                findings.append(_special_finding(rel, st.st_mode))
+                continue
+            if not os.access(path, os.R_OK):
+                findings.append(Finding(rel, "error", "unreadable", "cannot read: permission denied; skipped"))
+                continue
+            if bad := _bad_name_finding(rel, name):
+                findings.append(bad)
+            files.append(path)
+
+    walk(root)
+    return files, findings
+
+
+def iter_corpus_files(root: Path, cfg: Config) -> list[Path]:
+    """Regular files under ``root`` that :func:`walk_corpus` would read (its findings dropped)."""
+    return walk_corpus(root, cfg)[0]
 
 
 def read_corpus(root: Path, cfg: Config) -> tuple[list[Document], list[Finding]]:
@@ -360,11 +552,11 @@ def read_corpus(root: Path, cfg: Config) -> tuple[list[Document], list[Finding]]
     """
     root = Path(root)
     if not root.exists():
-        return [], [Finding(str(root), "error", "not-found", "corpus path does not exist")]
-    base = root.parent if root.is_file() else root
+        return [], [Finding(display_name(str(root)), "error", "not-found", "corpus path does not exist")]
+    base = root if root.is_dir() else root.parent
     documents: list[Document] = []
-    findings: list[Finding] = []
-    for path in iter_corpus_files(root, cfg):
+    paths, findings = walk_corpus(root, cfg)
+    for path in paths:
         reader = READERS[path.suffix.lower()]
         try:
             doc, file_findings = reader(path, base, cfg)
