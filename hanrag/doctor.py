@@ -3,7 +3,9 @@
 Each problem comes with its fix. The checks are the mistakes the reference system
 made silently: an embedder that cuts chunks (max_seq_length below the chunk size in
 tokens, or above what the model can take), a model other than the one the index was
-built with, lexicons that do not exist, a reranker that cannot be loaded.
+built with, lexicons that do not exist, a reranker that cannot be loaded. The index itself
+is verified completely: the pointer, the manifest's own checksum, the fixed file set and every
+file's sha256 in the published snapshot and in each older one kept for rollback.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ def _index_checks(index_dir: Path, cfg: Config, problems: list[Problem]) -> dict
         fix = f"rebuild: hanrag build CORPUS --index {index_dir}"
         problems.append(Problem("error", "index-unreadable", str(exc), fix))
         return None
+    _snapshot_checks(index_dir, snap.path, problems)
     manifest = snap.manifest
     tok = manifest.get("tokens") or {}
     if tok.get("over_max"):
@@ -57,6 +60,42 @@ def _index_checks(index_dir: Path, cfg: Config, problems: list[Problem]) -> dict
                     "rebuild the index so search and index agree")
         )
     return manifest
+
+
+def _snapshot_checks(index_dir: Path, current: Path, problems: list[Problem]) -> None:
+    """Files in the published snapshot that the format does not know, and corrupt older snapshots."""
+    from hanrag.index.store import (
+        MANIFEST,
+        SNAPSHOT_FILES,
+        IndexLoadError,
+        list_snapshots,
+        read_manifest,
+        snapshots_dir,
+        verify_files,
+    )
+
+    extra = sorted(
+        p.relative_to(current).as_posix()
+        for p in current.rglob("*")
+        if not p.is_dir() and p.relative_to(current).as_posix() not in SNAPSHOT_FILES | {MANIFEST}
+    )
+    if extra:
+        problems.append(
+            Problem("warning", "snapshot-extra-files",
+                    f"{current}: files that are not part of a snapshot: {', '.join(extra[:10])}",
+                    "remove them (nothing reads them), or rebuild the index")
+        )
+    for name in list_snapshots(index_dir):
+        if name == current.name:
+            continue
+        old = snapshots_dir(index_dir) / name
+        try:
+            verify_files(old, read_manifest(old))
+        except (IndexLoadError, OSError) as exc:
+            problems.append(
+                Problem("warning", "old-snapshot-corrupt", f"older snapshot {name} (kept for rollback): {exc}",
+                        f"remove {old}, it cannot be rolled back to")
+            )
 
 
 def _embedder_checks(cfg: Config, manifest: dict[str, Any] | None, problems: list[Problem]) -> None:

@@ -12,7 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from hanrag.index.store import IndexLoadError, current_snapshot_dir, read_manifest, verify_files
+from hanrag.index.store import (
+    POINTER,
+    IndexLoadError,
+    current_snapshot_dir,
+    read_manifest,
+    read_pointer_full,
+    verify_files,
+)
 from hanrag.records import Chunk
 
 
@@ -77,14 +84,15 @@ def _load_chunks(path: Path) -> list[Chunk]:
     return chunks
 
 
-def load_snapshot(path: Path, *, verify: bool = True) -> Snapshot:
-    """Load one snapshot folder (checksums verified unless ``verify=False``)."""
+def load_snapshot(path: Path, *, verify: bool = True, manifest_sha256: str | None = None) -> Snapshot:
+    """Load one snapshot folder (file checksums verified unless ``verify=False``; the manifest's own
+    checksum, its file list and ``manifest_sha256`` from ``CURRENT`` always are)."""
     from hanrag.index.sparse import SparseIndex
 
     path = Path(path)
     if not path.is_dir():
         raise IndexLoadError(f"{path}: snapshot folder missing")
-    manifest = read_manifest(path)
+    manifest = read_manifest(path, manifest_sha256)
     if verify:
         verify_files(path, manifest)
     chunks = _load_chunks(path / "chunks.jsonl")
@@ -100,9 +108,15 @@ def load_snapshot(path: Path, *, verify: bool = True) -> Snapshot:
     dim = (manifest.get("embedder") or {}).get("dim")
     if dim is not None and embeddings.shape[1] != dim:
         raise IndexLoadError(f"{path}: embeddings have dimension {embeddings.shape[1]}, manifest says {dim}")
-    dups = json.loads((path / "duplicates.json").read_text(encoding="utf-8"))
+    try:
+        dups = json.loads((path / "duplicates.json").read_text(encoding="utf-8"))
+        links = dups.get("dup_of", {})
+        if not isinstance(links, dict):
+            raise ValueError("dup_of is not an object")
+    except (ValueError, AttributeError) as exc:
+        raise IndexLoadError(f"{path / 'duplicates.json'}: unreadable ({exc}); rebuild the index") from None
     dup_of = np.full(len(chunks), -1, dtype=np.int64)
-    for dup, kept in dups.get("dup_of", {}).items():
+    for dup, kept in links.items():
         if dup in row_of and kept in row_of:
             dup_of[row_of[dup]] = row_of[kept]
     try:
@@ -126,9 +140,11 @@ def open_snapshot(index_dir: str | Path, *, verify: bool = True) -> Snapshot:
     last: IndexLoadError | None = None
     for attempt in range(5):
         path = current_snapshot_dir(Path(index_dir))
+        pointer = read_pointer_full(Path(index_dir))
+        digest = pointer[1] if pointer and pointer[0] == path.name else None
         if path.is_dir():
             try:
-                return load_snapshot(path, verify=verify)
+                return load_snapshot(path, verify=verify, manifest_sha256=digest)
             except (IndexLoadError, OSError) as exc:
                 if path.is_dir():  # really corrupt, not removed under our feet
                     if isinstance(exc, IndexLoadError):
@@ -136,7 +152,7 @@ def open_snapshot(index_dir: str | Path, *, verify: bool = True) -> Snapshot:
                     raise IndexLoadError(f"{path}: unreadable snapshot ({exc}); rebuild the index") from None
                 last = IndexLoadError(str(exc))
         else:
-            last = IndexLoadError(f"{path}: the snapshot named by {Path(index_dir) / 'CURRENT'} is missing")
+            last = IndexLoadError(f"{path}: the snapshot named by {Path(index_dir) / POINTER} is missing")
         time.sleep(0.05 * (attempt + 1))
     assert last is not None
     raise last

@@ -14,6 +14,13 @@ A build writes every file into ``.tmp-<name>``, fsyncs them, writes the manifest
 (with a sha256 per file) last, renames the folder into place, then replaces
 ``CURRENT``. A reader follows ``CURRENT`` and is never affected by a build in progress;
 a build killed at any moment leaves the previous snapshot intact.
+
+Integrity: the set of files a snapshot holds is fixed by the format (:data:`SNAPSHOT_FILES`),
+so a manifest listing fewer (or more) files is refused; the manifest carries the sha256 of its
+own canonical JSON (``manifest_sha256``), and ``CURRENT`` holds, after the snapshot name, the
+sha256 of the manifest file it publishes (``manifest-sha256 <hex>``). A hand-written ``CURRENT``
+with only a name (rolling back to an older snapshot) is accepted; the manifest's own checksum
+and every file's checksum are still verified.
 """
 
 from __future__ import annotations
@@ -32,12 +39,29 @@ from typing import Any
 import numpy as np
 
 FORMAT = "hanrag-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: fixed file set, manifest_sha256, CURRENT names the manifest's sha256
 POINTER = "CURRENT"
 SNAPSHOTS = "snapshots"
 TMP_PREFIX = ".tmp-"
 MANIFEST = "manifest.json"
 LOCK = ".build.lock"
+MANIFEST_SUM = "manifest_sha256"
+POINTER_SUM = "manifest-sha256"
+# every file a snapshot holds besides manifest.json: exactly these, each with its sha256 in the manifest
+SNAPSHOT_FILES = frozenset(
+    {
+        "chunks.jsonl",
+        "embeddings.npy",
+        "duplicates.json",
+        "sparse/bm25_vocab.json",
+        "sparse/bm25_meta.json",
+        "sparse/bm25_data.npy",
+        "sparse/bm25_indices.npy",
+        "sparse/bm25_indptr.npy",
+        "sparse/bm25_doc_lens.npy",
+    }
+)
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
 class IndexLoadError(RuntimeError):
@@ -109,13 +133,56 @@ def snapshots_dir(index_dir: Path) -> Path:
     return Path(index_dir) / SNAPSHOTS
 
 
-def read_pointer(index_dir: Path) -> str | None:
+def read_pointer_full(index_dir: Path) -> tuple[str, str | None] | None:
+    """(snapshot name, manifest sha256 or None) from ``CURRENT``; None when there is no pointer.
+
+    A pointer that is not a readable UTF-8 text file naming one snapshot raises IndexLoadError
+    naming the file (one line, never a traceback).
+    """
     p = Path(index_dir) / POINTER
     try:
-        name = p.read_text(encoding="utf-8").strip()
+        raw = p.read_bytes()
     except FileNotFoundError:
         return None
-    return name or None
+    except IsADirectoryError:
+        raise IndexLoadError(f"{p}: is a directory, not the snapshot pointer file; rebuild the index") from None
+    except OSError as exc:
+        raise IndexLoadError(f"{p}: unreadable ({exc.strerror or exc}); rebuild the index") from None
+    if len(raw) > 4096:
+        raise IndexLoadError(f"{p}: not a snapshot pointer ({len(raw)} bytes); rebuild the index")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise IndexLoadError(
+            f"{p}: not valid UTF-8 (byte {exc.start}); the pointer is corrupt, rebuild the index"
+        ) from None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return None
+    name, digest = lines[0], None
+    if not set(name) <= _NAME_CHARS or name.startswith(".") or len(name) > 200:
+        raise IndexLoadError(f"{p}: invalid snapshot name {name[:80]!r}; rebuild the index")
+    for line in lines[1:]:
+        key, _, value = line.partition(" ")
+        value = value.strip().lower()
+        if key != POINTER_SUM or len(value) != 64 or not set(value) <= set("0123456789abcdef"):
+            raise IndexLoadError(f"{p}: unexpected line {line[:80]!r}; rebuild the index")
+        digest = value
+    return name, digest
+
+
+def read_pointer(index_dir: Path) -> str | None:
+    """The published snapshot's name (None without a pointer); IndexLoadError for a malformed one."""
+    full = read_pointer_full(index_dir)
+    return full[0] if full else None
+
+
+def _pointer_or_none(index_dir: Path) -> str | None:
+    """The pointer for clean-up decisions: a malformed one counts as none (nothing is treated as published)."""
+    try:
+        return read_pointer(index_dir)
+    except IndexLoadError:
+        return None
 
 
 def current_snapshot_dir(index_dir: Path) -> Path:
@@ -128,8 +195,6 @@ def current_snapshot_dir(index_dir: Path) -> Path:
         raise IndexLoadError(
             f"{index_dir}: not a hanrag index (no {POINTER} pointer file); build one with `hanrag build`"
         )
-    if "/" in name or name.startswith("."):
-        raise IndexLoadError(f"{index_dir}/{POINTER}: invalid snapshot name {name!r}")
     return snapshots_dir(index_dir) / name
 
 
@@ -168,7 +233,7 @@ def clean_leftovers(index_dir: Path) -> list[str]:
     """Remove what a killed build left behind (call under the build lock). Returns removed names."""
     removed: list[str] = []
     d = snapshots_dir(index_dir)
-    current = read_pointer(index_dir)
+    current = _pointer_or_none(index_dir)
     if d.is_dir():
         for p in d.iterdir():
             # temp folders, and complete snapshots renamed in but never published (killed before the switch)
@@ -185,7 +250,7 @@ def clean_leftovers(index_dir: Path) -> list[str]:
 def remove_old_snapshots(index_dir: Path, keep: int) -> list[str]:
     """Keep the ``keep`` newest snapshots, and always the one the pointer names."""
     names = list_snapshots(index_dir)
-    current = read_pointer(index_dir)
+    current = _pointer_or_none(index_dir)
     keep_set = set(names[-max(1, keep) :]) | ({current} if current else set())
     removed = []
     for name in names:
@@ -228,6 +293,10 @@ class SnapshotWriter:
             if p.is_file() and p.name != MANIFEST:
                 rel = p.relative_to(self.path).as_posix()
                 files[rel] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
+        if set(files) != SNAPSHOT_FILES:
+            missing, extra = sorted(SNAPSHOT_FILES - set(files)), sorted(set(files) - SNAPSHOT_FILES)
+            raise IndexBuildError(f"{self.path}: snapshot files differ from the format (missing {missing}, "
+                                  f"unexpected {extra})")
         return files
 
     def publish(self, manifest: dict[str, Any]) -> Path:
@@ -235,6 +304,9 @@ class SnapshotWriter:
         for p in self.path.rglob("*"):
             if p.is_file():
                 fsync_file(p)
+        pointer = self.index_dir / POINTER
+        if pointer.is_dir():
+            raise IndexBuildError(f"{pointer}: is a directory, not the snapshot pointer file; remove it")
         manifest = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -243,15 +315,17 @@ class SnapshotWriter:
             **manifest,
             "files": self.checksums(),
         }
+        manifest[MANIFEST_SUM] = manifest_digest(manifest)
         self.write_json(MANIFEST, manifest)
         fsync_file(self.path / MANIFEST)
+        manifest_sum = sha256_file(self.path / MANIFEST)
         for d in {p.parent for p in self.path.rglob("*")} | {self.path}:
             fsync_dir(d)
         final = snapshots_dir(self.index_dir) / self.name
         os.replace(self.path, final)
         fsync_dir(final.parent)
         self.path = final
-        atomic_write_bytes(self.index_dir / POINTER, (self.name + "\n").encode())
+        atomic_write_bytes(pointer, f"{self.name}\n{POINTER_SUM} {manifest_sum}\n".encode())
         return final
 
     def abort(self) -> None:
@@ -262,33 +336,85 @@ class SnapshotWriter:
 # --- loading ---------------------------------------------------------------------------------
 
 
-def read_manifest(snapshot: Path) -> dict[str, Any]:
+def manifest_digest(manifest: dict[str, Any]) -> str:
+    """sha256 of the manifest's canonical JSON without its own checksum field."""
+    body = {k: v for k, v in manifest.items() if k != MANIFEST_SUM}
+    blob = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def read_manifest(snapshot: Path, expected_sha256: str | None = None) -> dict[str, Any]:
+    """The snapshot's manifest, its format, own checksum and file list checked.
+
+    ``expected_sha256`` (from ``CURRENT``) is the sha256 the manifest file must have.
+    """
     path = Path(snapshot) / MANIFEST
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        data = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise IndexLoadError(f"{path}: missing; the snapshot is incomplete or not a hanrag index") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except IsADirectoryError:
+        raise IndexLoadError(f"{path}: is a directory; rebuild the index with `hanrag build`") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise IndexLoadError(f"{path}: corrupt manifest ({exc}); rebuild the index with `hanrag build`") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise IndexLoadError(f"{path}: not a hanrag index manifest (foreign index?)")
     version = data.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version > FORMAT_VERSION:
         raise IndexLoadError(
-            f"{path}: index format version {version!r} is not supported (this hanrag reads <= {FORMAT_VERSION}); "
+            f"{path}: index format version {version!r} is not supported (this hanrag reads {FORMAT_VERSION}); "
             "upgrade hanrag or rebuild the index"
         )
-    if not isinstance(data.get("files"), dict):
+    if version < FORMAT_VERSION:
+        raise IndexLoadError(
+            f"{path}: index format version {version} has no manifest checksum (this hanrag reads {FORMAT_VERSION}); "
+            "rebuild the index with `hanrag build`"
+        )
+    own = data.get(MANIFEST_SUM)
+    try:
+        digest = manifest_digest(data)
+    except ValueError:  # NaN / Infinity in a number
+        digest = ""
+    if not isinstance(own, str) or own != digest:
+        raise IndexLoadError(
+            f"{path}: the manifest's own checksum ({MANIFEST_SUM}) does not match its content "
+            "(edited or corrupt); rebuild the index"
+        )
+    if expected_sha256 is not None and hashlib.sha256(raw).hexdigest() != expected_sha256:
+        raise IndexLoadError(
+            f"{path}: sha256 differs from the one {POINTER} recorded when it was published "
+            "(edited or corrupt); rebuild the index"
+        )
+    files = data.get("files")
+    if not isinstance(files, dict):
         raise IndexLoadError(f"{path}: manifest has no file checksums; rebuild the index")
+    missing, extra = sorted(SNAPSHOT_FILES - set(files)), sorted(set(files) - SNAPSHOT_FILES)
+    if missing or extra:
+        what = (f"does not list {', '.join(missing)}" if missing else "") + (
+            ("; " if missing else "") + f"lists unexpected {', '.join(extra)}" if extra else ""
+        )
+        raise IndexLoadError(f"{path}: the manifest {what} (every snapshot file must be checksummed); "
+                             "rebuild the index")
+    for rel, info in files.items():
+        if (
+            not isinstance(info, dict)
+            or not isinstance(info.get("sha256"), str)
+            or len(info["sha256"]) != 64
+            or not isinstance(info.get("bytes"), int)
+            or isinstance(info.get("bytes"), bool)
+        ):
+            raise IndexLoadError(f"{path}: bad checksum entry for {rel}; rebuild the index")
     return data
 
 
 def verify_files(snapshot: Path, manifest: dict[str, Any]) -> None:
-    """Every file the manifest lists exists with its size and sha256."""
-    for rel, info in manifest["files"].items():
+    """Every file of the format exists, as the manifest lists it, with its size and sha256."""
+    for rel in sorted(SNAPSHOT_FILES):
+        info = manifest["files"][rel]
         p = Path(snapshot) / rel
-        if not p.is_file():
-            raise IndexLoadError(f"{p}: missing file listed in the manifest; rebuild the index")
+        if p.is_symlink() or not p.is_file():
+            raise IndexLoadError(f"{p}: missing file (or not a regular file) of the snapshot; rebuild the index")
         if p.stat().st_size != info.get("bytes"):
             raise IndexLoadError(f"{p}: size differs from the manifest (corrupt index); rebuild the index")
         if sha256_file(p) != info.get("sha256"):
