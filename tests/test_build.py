@@ -76,7 +76,8 @@ def test_incremental_edit_and_delete(tmp_path):
     (corpus / "jwt.md").write_text(text.replace("Rotate signing keys regularly.", "Rotate keys every 90 days."))
     edit = build_index(corpus, index, cfg, embedder=emb, progress=False)
     assert len(emb.passages) == 1 and "90 days" in emb.passages[0]
-    assert edit.changed == 1 and edit.removed == 1 and edit.added == 0 and edit.reused == first.chunks - 1
+    # the edited chunk replaces its old version: changed, not also removed
+    assert edit.changed == 1 and edit.removed == 0 and edit.added == 0 and edit.reused == first.chunks - 1
     snap = open_snapshot(index)
     assert any("90 days" in c.text for c in snap.chunks) and not any("regularly" in c.text for c in snap.chunks)
 

@@ -235,6 +235,26 @@ def _previous_chunks(index_dir: Path) -> dict[str, str]:
         return {}
 
 
+def _chunk_changes(
+    chunks: Sequence[Chunk], previous: dict[str, str], prev_docs: set[str], seen: set[str]
+) -> tuple[int, int, int]:
+    """(added, changed, removed) chunks: a new chunk of a document that had one it replaces is changed.
+
+    Per document, new chunk ids pair with vanished ones; only what is left over counts as added
+    (new documents, grown ones) or removed (deleted documents, shrunk ones).
+    """
+    new_in: dict[str, int] = {}
+    for c in chunks:
+        if c.chunk_id not in previous:
+            new_in[c.doc_id] = new_in.get(c.doc_id, 0) + 1
+    gone_in: dict[str, int] = {}
+    for chunk_id, doc_id in previous.items():
+        if chunk_id not in seen:
+            gone_in[doc_id] = gone_in.get(doc_id, 0) + 1
+    changed = sum(min(n, gone_in.get(doc, 0)) for doc, n in new_in.items() if doc in prev_docs)
+    return sum(new_in.values()) - changed, changed, sum(gone_in.values()) - changed
+
+
 def _token_stats(counts: np.ndarray, max_tokens: int, truncates: bool) -> dict[str, Any]:
     if counts.size == 0:
         return {"p50": 0, "p95": 0, "max": 0, "max_tokens": max_tokens, "over_max": 0, "cut_share": 0.0,
@@ -347,9 +367,7 @@ def build_from_chunks(
         previous = _previous_chunks(index_dir)
         prev_docs = set(previous.values())
         reused = sum(1 for c in chunks if c.chunk_id in previous)
-        changed = sum(1 for c in chunks if c.chunk_id not in previous and c.doc_id in prev_docs)
-        added = len(chunks) - reused - changed
-        removed = len(previous.keys() - seen)
+        added, changed, removed = _chunk_changes(chunks, previous, prev_docs, seen)
 
         with _progress(progress) as task:
             t = time.perf_counter()
