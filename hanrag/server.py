@@ -11,7 +11,15 @@ one, none fails. The web inspector (``hanrag/static``) is served at ``/``.
 
 Paths: requests never name a file. Chunk and document ids are only keys looked up in the
 open index; the only folders the server reads or writes are the index folder and the
-configured corpus root (``server.corpus_root``), both fixed at start-up.
+configured corpus root (``server.corpus_root``), both fixed at start-up; responses never
+contain their absolute paths (job results and errors name them ``<index>`` / ``<corpus>``).
+
+Access: with an API key every endpoint but ``/health``, the inspector page ``/`` and its
+assets ``/static/*`` (shipped files, no index data) needs the ``X-API-Key`` header, the
+schema ``/openapi.json`` included. Without a key the server listens on loopback only and,
+against DNS rebinding and cross-site forms, answers only requests whose ``Host`` header names
+a loopback address, the bound host or one of ``server.allowed_hosts`` (421 otherwise), and
+only JSON ``POST`` requests (``Content-Type: application/json``, 415 otherwise).
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.security import APIKeyHeader
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -45,6 +53,7 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 API_KEY_HEADER = "X-API-Key"
 HARD_MAX_TOP_K = 100
 MAX_JOBS_KEPT = 50
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
 
 class ServerError(RuntimeError):
@@ -149,13 +158,23 @@ class HealthOut(BaseModel):
 class RebuildIn(BaseModel):
     """What ``POST /index/rebuild`` rebuilds; the body is optional (an incremental file rebuild)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # the schema says what the validator enforces: "full": true needs "source": "confluence"
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={
+            "if": {"properties": {"full": {"const": True}}, "required": ["full"]},
+            "then": {"properties": {"source": {"const": "confluence"}}, "required": ["source"]},
+        },
+    )
 
     source: Literal["files", "confluence"] = Field(
         default="files",
         description="files: the configured corpus root; confluence: an incremental sync of the [confluence] spaces",
     )
-    full: bool = Field(default=False, description="confluence only: re-fetch and re-render every page in scope")
+    full: StrictBool = Field(
+        default=False, description="confluence only (needs source confluence): re-fetch and re-render every page"
+    )
 
     @model_validator(mode="after")
     def _full_needs_confluence(self) -> RebuildIn:
@@ -183,7 +202,7 @@ class JobOut(BaseModel):
 
 def _filters_model(max_glob: int) -> type[BaseModel]:
     class FiltersIn(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", strict=True)
 
         lang: list[Literal["ko", "zh", "en"]] = Field(default_factory=list, max_length=3)
         tier: list[int] = Field(default_factory=list, max_length=64)
@@ -205,13 +224,14 @@ def _filters_model(max_glob: int) -> type[BaseModel]:
 
 def _search_model(max_query_chars: int, max_top_k: int, filters_model: type[BaseModel]) -> type[BaseModel]:
     class SearchIn(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+        # strict: "top_k": "5" or true, "explain": 0 are refused, as the schema's integer / boolean say
+        model_config = ConfigDict(extra="forbid", strict=True)
 
         query: str = Field(min_length=1, max_length=max_query_chars)
-        top_k: int = Field(default=10, ge=1, le=max_top_k)
+        top_k: StrictInt = Field(default=10, ge=1, le=max_top_k)
         mode: Literal["hybrid", "bm25", "dense"] = "hybrid"
         filters: filters_model | None = None  # type: ignore[valid-type]
-        explain: bool = False
+        explain: StrictBool = False
 
         @field_validator("query")
         @classmethod
@@ -308,7 +328,31 @@ def _jsonable(value: Any) -> Any:
 
 
 def api_key_for(cfg: Config) -> str:
-    return cfg.server.api_key or os.environ.get("HANRAG_API_KEY", "")
+    """The configured key, surrounding whitespace removed (HTTP strips it from headers): a blank key is no key."""
+    return (cfg.server.api_key or os.environ.get("HANRAG_API_KEY", "")).strip()
+
+
+def host_of(header: str) -> str:
+    """The host part of a Host header, lower case, without port or trailing dot ("[::1]:8000" -> "[::1]")."""
+    value = header.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        return value[: end + 1] if end > 0 else value
+    if value.count(":") == 1:
+        value = value.split(":", 1)[0]
+    return value.rstrip(".")
+
+
+def allowed_hosts(cfg: Config, bind_host: str | None = None) -> frozenset[str]:
+    """Host header values a key-less server answers: loopback names, the bound host, server.allowed_hosts."""
+    names = set(LOOPBACK_HOSTS)
+    for extra in [bind_host or "", cfg.server.host, *cfg.server.allowed_hosts]:
+        host = host_of(extra) if extra else ""
+        if host:
+            names.add(host)
+            if ":" in host.strip("[]"):  # an IPv6 literal: with and without brackets
+                names.update({host.strip("[]"), f"[{host.strip('[]')}]"})
+    return frozenset(names)
 
 
 def is_loopback(host: str) -> bool:
@@ -323,10 +367,51 @@ def is_loopback(host: str) -> bool:
 def check_bind(host: str, cfg: Config) -> None:
     """Refuse a non-loopback address unless an API key is configured."""
     if not is_loopback(host) and not api_key_for(cfg):
+        blank = bool(cfg.server.api_key or os.environ.get("HANRAG_API_KEY", ""))
         raise ServerError(
-            f"refusing to listen on {host}: a non-loopback address needs an API key "
-            "(set server.api_key in hanrag.toml or the HANRAG_API_KEY environment variable)"
+            f"refusing to listen on {host}: a non-loopback address needs an API key"
+            + (" (the configured one is blank)" if blank else "")
+            + " (set server.api_key in hanrag.toml or the HANRAG_API_KEY environment variable)"
         )
+
+
+# ---------------------------------------------------------------------------- key-less guard
+
+
+class LocalOnlyMiddleware:
+    """Without an API key: answer only loopback Host names (DNS rebinding) and only JSON POSTs (cross-site forms).
+
+    A browser sends a cross-site HTML form or a "simple" fetch without a CORS preflight, but only with
+    a form or text content type (or none); ``application/json`` needs a preflight, which this server
+    never grants. A rebinding page reaches the server under its own host name, which is not allowed.
+    """
+
+    def __init__(self, app: ASGIApp, hosts: frozenset[str]) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers", []))
+        host = headers.get(b"host")
+        if host is not None:
+            name = host_of(host.decode("latin-1"))
+            if name not in self.hosts:
+                await _send_json(send, 421, {
+                    "error": f"Host {name[:100]!r} is not allowed without an API key "
+                    "(use localhost, or add it to server.allowed_hosts)"
+                })
+                return
+        if scope.get("method") == "POST":
+            ctype = headers.get(b"content-type", b"").decode("latin-1").split(";", 1)[0].strip().lower()
+            if ctype != "application/json" and not ctype.endswith("+json"):
+                await _send_json(send, 415, {
+                    "error": "POST needs Content-Type: application/json (send {} for the defaults)"
+                })
+                return
+        await self.app(scope, receive, send)
 
 
 # ---------------------------------------------------------------------------- body-size limit
@@ -396,10 +481,11 @@ async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
 class Jobs:
     """Background rebuilds: one at a time, their states kept in memory (newest MAX_JOBS_KEPT)."""
 
-    def __init__(self) -> None:
+    def __init__(self, scrub=lambda value: value) -> None:  # noqa: ANN001 - callable(jsonable) -> jsonable
         self._lock = threading.Lock()
         self._jobs: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._running: str | None = None
+        self._scrub = scrub  # results and errors leave the server without its absolute paths
 
     def get(self, job_id: str) -> dict[str, Any] | None:
         with self._lock:
@@ -436,9 +522,11 @@ class Jobs:
         self._update(job_id, status="running", started=started, progress="building")
         try:
             result, swapped = work(lambda step: self._update(job_id, progress=str(step)))
-            self._update(job_id, status="succeeded", result=_jsonable(result), swapped=swapped, progress="done")
+            self._update(job_id, status="succeeded", result=self._scrub(_jsonable(result)), swapped=swapped,
+                         progress="done")
         except Exception as exc:  # noqa: BLE001 - the job reports any failure; the server keeps serving
-            self._update(job_id, status="failed", error=f"{type(exc).__name__}: {exc}", progress="failed")
+            self._update(job_id, status="failed", error=self._scrub(f"{type(exc).__name__}: {exc}"),
+                         progress="failed")
         finally:
             finished = time.time()
             self._update(job_id, finished=finished, elapsed_s=round(finished - started, 3))
@@ -452,6 +540,8 @@ _ERRORS = {
     400: {"model": ErrorBody, "description": "malformed request"},
     401: {"model": ErrorBody, "description": "missing or wrong X-API-Key"},
     413: {"model": ErrorBody, "description": "request body too large"},
+    415: {"model": ErrorBody, "description": "no API key configured and the body is not sent as application/json"},
+    421: {"model": ErrorBody, "description": "no API key configured and the Host header is not an allowed host"},
     422: {"model": ErrorBody, "description": "invalid field values"},
 }
 
@@ -468,14 +558,38 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def create_app(index_dir: Path, cfg: Config, index: Any | None = None) -> FastAPI:
-    """The ASGI app over the index in ``index_dir`` (opened here unless ``index`` is given)."""
+def scrub_paths(value: Any, paths: dict[str, str]) -> Any:
+    """``value`` with every occurrence of the given absolute paths replaced by their placeholders."""
+    if isinstance(value, dict):
+        return {k: scrub_paths(v, paths) for k, v in value.items() if k != "index_dir"}
+    if isinstance(value, list):
+        return [scrub_paths(v, paths) for v in value]
+    if isinstance(value, str):
+        for path, name in paths.items():
+            value = value.replace(path, name)
+        return value
+    return value
+
+
+def create_app(
+    index_dir: Path, cfg: Config, index: Any | None = None, bind_host: str | None = None
+) -> FastAPI:
+    """The ASGI app over the index in ``index_dir`` (opened here unless ``index`` is given).
+
+    ``bind_host``: the address the server listens on; without an API key it is one of the allowed Host names.
+    """
+    raw_index_dir = str(index_dir)
     index_dir = Path(index_dir).resolve()
     index = index if index is not None else hanrag.open(index_dir, config=cfg)
     api_key = api_key_for(cfg)
     max_top_k = max(1, min(cfg.server.max_top_k, HARD_MAX_TOP_K))
     corpus_root = cfg.resolve(cfg.server.corpus_root).resolve() if cfg.server.corpus_root else None
-    jobs = Jobs()
+    # longest first: the corpus may live inside the index folder's parent, or the other way round
+    hidden = {str(index_dir): "<index>", str(Path(raw_index_dir).absolute()): "<index>"}
+    if corpus_root is not None:
+        hidden.update({str(corpus_root): "<corpus>", str(cfg.resolve(cfg.server.corpus_root).absolute()): "<corpus>"})
+    hidden = dict(sorted(((k, v) for k, v in hidden.items() if len(k) > 1), key=lambda kv: -len(kv[0])))
+    jobs = Jobs(lambda value: scrub_paths(value, hidden))
 
     filters_model = _filters_model(max_glob=min(cfg.server.max_query_chars, 500))
     search_model = _search_model(cfg.server.max_query_chars, max_top_k, filters_model)
@@ -485,12 +599,19 @@ def create_app(index_dir: Path, cfg: Config, index: Any | None = None) -> FastAP
         version=hanrag.__version__,
         description=(
             "Hybrid (BM25 + dense) search over a Korean / Chinese / English corpus, with explanations. "
-            + ("Every endpoint but /health needs the X-API-Key header." if api_key else "No API key is configured.")
+            + (
+                "Every endpoint but /health, the inspector page / and /static/* needs the X-API-Key header."
+                if api_key
+                else "No API key is configured: only loopback Host names and JSON POST bodies are answered."
+            )
         ),
         docs_url=None,  # Swagger UI needs a CDN; the schema itself is at /openapi.json
         redoc_url=None,
+        openapi_url=None,  # served below, behind the key
     )
     app.add_middleware(BodyLimitMiddleware, limit=cfg.server.max_body_bytes)
+    if not api_key:
+        app.add_middleware(LocalOnlyMiddleware, hosts=allowed_hosts(cfg, bind_host))
     app.state.index = index
     app.state.jobs = jobs
 
@@ -503,6 +624,10 @@ def create_app(index_dir: Path, cfg: Config, index: Any | None = None) -> FastAP
             raise HTTPException(status_code=401, detail=f"missing or wrong {API_KEY_HEADER} header")
 
     auth = [Depends(require_key)]
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=auth)
+    def openapi() -> JSONResponse:
+        return JSONResponse(app.openapi())
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -551,7 +676,7 @@ def create_app(index_dir: Path, cfg: Config, index: Any | None = None) -> FastAP
     # the body model is built from the config (limits), so its annotation is set here, not in the source
     search.__annotations__ = {"body": search_model, "return": dict[str, Any]}
     app.post("/search", response_model=SearchOut, dependencies=auth, tags=["search"],
-             responses=_errors(400, 401, 413, 422))(search)
+             responses=_errors(400, 401, 413, 415, 421, 422))(search)
 
     @app.get(
         "/chunks/{chunk_id:path}",
@@ -602,7 +727,7 @@ def create_app(index_dir: Path, cfg: Config, index: Any | None = None) -> FastAP
         dependencies=auth,
         tags=["index"],
         responses={
-            **_errors(400, 401, 413, 422),
+            **_errors(400, 401, 413, 415, 421, 422),
             409: {
                 "model": ErrorBody,
                 "description": "no corpus root (files) or no [confluence] url configured, the index holds the "
@@ -708,5 +833,5 @@ def serve(
     port = cfg.server.port if port is None else port
     check_bind(host, cfg)
     check_port_free(host, port)
-    app = create_app(index_dir, cfg, index=index)
+    app = create_app(index_dir, cfg, index=index, bind_host=host)
     uvicorn.run(app, host=host.strip("[]"), port=port, log_level=log_level, server_header=False)

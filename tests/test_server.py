@@ -183,7 +183,7 @@ def test_not_found(client: httpx.Client, spec: dict) -> None:
 
 
 def test_rebuild_without_corpus_root_is_409(client: httpx.Client, spec: dict) -> None:
-    r = client.post("/index/rebuild")
+    r = client.post("/index/rebuild", json={})  # no key: a JSON body (the defaults) or 415
     assert r.status_code == 409 and "corpus root" in r.json()["error"]
     check_schema(spec, "post", "/index/rebuild", r)
     r = client.post("/index/rebuild", json={"source": "files"})
@@ -256,7 +256,8 @@ def test_malformed_json_and_wrong_content_type(client: httpx.Client, spec: dict)
     assert r.status_code == 400 and "malformed JSON" in r.json()["error"]
     check_schema(spec, "post", "/search", r)
     r = client.post("/search", content=b"query=x", headers={"content-type": "application/x-www-form-urlencoded"})
-    assert r.status_code in (400, 422)
+    assert r.status_code == 415  # no key: only JSON posts
+    check_schema(spec, "post", "/search", r)
     r = client.post("/search", content=b"\xff\xfe\x00", headers={"content-type": "application/json"})
     assert r.status_code == 400
     for raw in (b'{"query": "x", "top_k": NaN}', b'{"query": "x", "top_k": Infinity}', b'{"query": "x"} trailing'):
@@ -330,7 +331,8 @@ def test_auth(auth_server: ThreadServer) -> None:
         r = c.post("/search", json={"query": "롤백"}, headers={"X-API-Key": KEY})
         assert r.status_code == 200 and r.json()["hits"]
         assert c.get("/stats", headers={"X-API-Key": KEY}).status_code == 200
-        spec = c.get("/openapi.json").json()
+        assert c.get("/openapi.json").status_code == 401  # the schema needs the key too
+        spec = c.get("/openapi.json", headers={"X-API-Key": KEY}).json()
         assert spec["paths"]["/search"]["post"]["security"] == [{"APIKeyHeader": []}]
         assert "security" not in spec["paths"]["/health"]["get"]
 
@@ -396,11 +398,11 @@ def test_rebuild_hot_swap(built: dict, tmp_path: Path) -> None:
         thread = threading.Thread(target=hammer, daemon=True)
         thread.start()
         try:
-            r = c.post("/index/rebuild")
+            r = c.post("/index/rebuild", json={})
             assert r.status_code == 202, r.text
             job = r.json()
             assert job["status"] in ("queued", "running")
-            again = c.post("/index/rebuild")
+            again = c.post("/index/rebuild", json={})
             assert again.status_code in (202, 409)  # one rebuild at a time
             deadline = time.monotonic() + 300
             while job["status"] in ("queued", "running"):
