@@ -48,8 +48,10 @@ _FALLBACK_HELP: dict[str, str] = {
     "embedder.max_seq_length": "longer passages are truncated to this many model tokens",
     "embedder.batch_size": "passages embedded per batch while building",
     "index.keep_snapshots": "published snapshots kept on disk (older ones are removed after a build)",
-    "index.dedup_threshold": "cosine similarity above which two chunks count as near-duplicates",
+    "index.dedup_threshold": "Jaccard of character 5-grams (normalised text) at or above which two chunks of "
+    "different documents are the same text",
     "index.dedup": "fold near-duplicate chunks into one hit (their sources listed in also_in)",
+    "index.dedup_exclude": "path globs never folded into another chunk (undo a wrong fold)",
     "search.rrf_k": "k of reciprocal-rank fusion (only with fusion = \"rrf\")",
     "search.fill_missing": "score candidates found by one retriever with the other one too",
     "search.diversity": "penalise several hits from the same document",

@@ -38,3 +38,42 @@ def test_with_lang_keeps_other_filters():
     assert f.lang == ("zh",) and f.tier == (1,) and f.source_glob == "a*"
     assert _with_lang(Filters(lang=("ko",)), "zh").lang == ("__none__",)
     assert _with_lang(None, "en") == Filters(lang=("en",))
+
+
+def _offensive_headwords() -> set[str]:
+    import gzip
+
+    from hanrag.search.xling import _OFFENSIVE, cedict_path
+
+    out = set()
+    with gzip.open(cedict_path(), "rt", encoding="utf-8") as fh:
+        for line in fh:
+            head, _, rest = line.partition(" [")
+            parts = head.split(" ")
+            if not line.startswith("#") and len(parts) == 2 and _OFFENSIVE.search(rest):
+                out.add(parts[1])
+    return out
+
+
+def test_no_frequent_english_word_translates_into_a_tagged_sense(analyzer):
+    """The 5,000 most frequent English words: no translation is a derog./vulgar/slang/offensive headword."""
+    from wordfreq import top_n_list
+
+    from hanrag.search.xling import _lookup, en_zh_dictionary
+
+    bad = _offensive_headwords()
+    assert {"棒子", "思密达"} <= bad  # the slurs of the bug report are tagged in CC-CEDICT
+    dictionary = en_zh_dictionary()
+    words = top_n_list("en", 5000)
+    assert len(words) == 5000
+    found = {w: hit for w in words if (hit := set(_lookup(w, dictionary)) & bad)}
+    assert not found
+
+
+def test_korean_alphabet_question_translates_to_common_senses_only(analyzer):
+    from hanrag.search.xling import translate_query
+
+    out = translate_query("who invented the Korean alphabet", analyzer, 6.0)
+    assert not {"棒子", "思密达", "杜撰"} & set(out)
+    assert "发明" in out and "字母表" in out
+    assert translate_query("how do you make it", analyzer, 6.0) == {}  # function words are not translated

@@ -25,7 +25,7 @@ import numpy as np
 from hanrag.config import Config
 from hanrag.embed import Embedder, identity_key, load_embedder
 from hanrag.index import store
-from hanrag.index.dedup import mark_duplicates
+from hanrag.index.dedup import folded_pairs_report, mark_duplicates
 from hanrag.records import Chunk, Finding
 
 if TYPE_CHECKING:
@@ -85,10 +85,22 @@ class BuildReport:
             f"tokens per chunk: p50 {tok.get('p50', 0)}, p95 {tok.get('p95', 0)}, max {tok.get('max', 0)} "
             f"(model limit {tok.get('max_tokens')})",
             f"near-duplicates: {self.dedup.get('duplicates', 0)} chunks folded into {self.dedup.get('groups', 0)} "
-            f"kept chunks (cosine >= {self.dedup.get('threshold')})",
+            f"kept chunks (same text: Jaccard of character 5-grams >= {self.dedup.get('threshold')})",
+            *folded_lines(self.dedup.get("folded", [])),
             f"time: {t.get('total', 0):.1f}s total, {t.get('embedding', 0):.1f}s embedding",
         ]
         return lines + [f"WARNING: {w}" for w in self.warnings]
+
+
+def folded_lines(folded: Sequence[dict[str, Any]], limit: int = 10) -> list[str]:
+    """The folded pairs by file (the first ``limit``), with how to undo a wrong fold."""
+    if not folded:
+        return []
+    lines = [f"  folded {f['dup_path']} into {f['kept_path']} (Jaccard {f['jaccard']:.2f})" for f in folded[:limit]]
+    if len(folded) > limit:
+        lines.append(f"  ... and {len(folded) - limit} more (--json lists them all)")
+    lines.append("  a wrong fold? add the path glob to [index] dedup_exclude")
+    return lines
 
 
 # --- caches -----------------------------------------------------------------------------------
@@ -335,6 +347,20 @@ def _embed(
     return vectors, tokens, len(todo), embed_s
 
 
+def find_duplicates(chunks: Sequence[Chunk], cfg: Config) -> tuple[dict[str, str], dict[str, Any], list[dict]]:
+    """(dup chunk id -> kept chunk id, summary for the manifest, folded pairs by file) under ``cfg.index``."""
+    if not cfg.index.dedup:
+        return {}, {"duplicates": 0, "groups": 0, "threshold": None}, []
+    t2s = None
+    if cfg.text.opencc:
+        import opencc
+
+        t2s = opencc.OpenCC(cfg.text.opencc).convert
+    dedup = mark_duplicates(chunks, cfg.index.dedup_threshold, t2s=t2s, exclude=cfg.index.dedup_exclude)
+    dup_map = {chunks[i].chunk_id: chunks[int(j)].chunk_id for i, j in enumerate(dedup.dup_of) if j >= 0}
+    return dup_map, dedup.summary(), folded_pairs_report(chunks, dedup)
+
+
 def build_from_chunks(
     chunks: Sequence[Chunk],
     index_dir: str | Path,
@@ -377,12 +403,7 @@ def build_from_chunks(
                 chunks, embedder, cache_root, max(1, cfg.embedder.batch_size), task
             )
         t = time.perf_counter()
-        if cfg.index.dedup:
-            dedup = mark_duplicates(chunks, vectors, cfg.index.dedup_threshold)
-            dup_map = {chunks[i].chunk_id: chunks[int(j)].chunk_id for i, j in enumerate(dedup.dup_of) if j >= 0}
-            dedup_info: dict[str, Any] = dedup.summary()
-        else:
-            dup_map, dedup_info = {}, {"duplicates": 0, "groups": 0, "threshold": None}
+        dup_map, dedup_info, folded = find_duplicates(chunks, cfg)
         timings["dedup"] = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -434,7 +455,7 @@ def build_from_chunks(
         embedded=embedded,
         timings={k: round(v, 3) for k, v in timings.items()},
         tokens=tok,
-        dedup=dedup_info,
+        dedup={**dedup_info, "folded": folded},
         findings=tuple(findings),
         warnings=tuple(warnings),
         excluded=tuple(excluded),

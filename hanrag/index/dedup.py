@@ -1,21 +1,46 @@
-"""Build-time near-duplicate marking.
+"""Build-time near-duplicate marking: the same text, not the same topic.
 
-A chunk whose cosine to an earlier *kept* chunk of another document is at least
-the threshold is marked a duplicate of it. "Earlier" is the priority order: better
-(lower) tier first, then the earlier document, then position in the document, so
-the kept copy is the most authoritative one. Similarities come from blocked matrix
-products (block x n), never a Python double loop; Python only visits rows that have
-a candidate at all.
+Two chunks of different documents are near-duplicates when the Jaccard similarity of
+their character 5-gram sets, taken over *normalised* text, is at least the threshold.
+Normalisation folds what a copy changes without changing the text: NFKC, case,
+whitespace, punctuation and symbols, traditional → simplified Chinese. So a paragraph
+copied into two files, a page exported twice, a quote with a changed punctuation mark
+or a template that differs in a date fold; two different sentences about one topic do
+not, however close their embeddings are (contrastive encoders put short texts of one
+genre above 0.95 cosine of each other without a shared clause, which is why the
+embedding space no longer decides anything here).
+
+Candidates come from MinHash + LSH banding (near-linear in the number of chunks); each
+candidate is then verified with the exact Jaccard of the two shingle sets, so the
+threshold means what it says. The kept copy is the first in priority order: better
+(lower) tier first, then the earlier document, then position in the document.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import fnmatch
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from hanrag.records import Chunk
+
+SHINGLE = 5  # characters per shingle; 5-grams of normalised text are rare enough to mean "shared wording"
+NUM_PERM = 128
+BANDS, ROWS = 32, 4  # LSH: P(candidate) = 1 - (1 - J^4)^32 -> .9998 at J=.7, .23 at J=.3 (then verified)
+_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+_NON_WORD = re.compile(r"[\W_]+")  # punctuation, symbols and whitespace in every script
+_PRIME = np.uint64(1099511628211)
+
+
+@dataclass(frozen=True)
+class FoldedPair:
+    dup: int  # row of the folded chunk
+    kept: int  # row of the chunk it folds into
+    jaccard: float
 
 
 @dataclass(frozen=True)
@@ -24,9 +49,59 @@ class DedupResult:
     duplicates: int
     groups: int  # kept chunks that have at least one duplicate
     threshold: float
+    pairs: tuple[FoldedPair, ...] = field(default=())
+    candidates: int = 0  # LSH candidate pairs verified
 
-    def summary(self) -> dict[str, float | int]:
-        return {"duplicates": self.duplicates, "groups": self.groups, "threshold": self.threshold}
+    def summary(self) -> dict[str, float | int | str]:
+        return {"duplicates": self.duplicates, "groups": self.groups, "threshold": self.threshold,
+                "method": f"jaccard of character {SHINGLE}-grams"}
+
+
+def normalise(text: str, t2s: Callable[[str], str] | None = None) -> str:
+    """The text a copy shares with its original: NFKC, casefolded, simplified, letters and digits only."""
+    t = unicodedata.normalize("NFKC", text).casefold()
+    if t2s is not None:
+        t = t2s(t)
+    return _NON_WORD.sub("", t)
+
+
+def shingles(norm: str, k: int = SHINGLE) -> np.ndarray:
+    """Sorted unique 64-bit hashes of the character k-grams (the whole text when shorter than k)."""
+    if not norm:
+        return np.zeros(0, np.uint64)
+    codes = np.frombuffer(norm.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    if len(codes) < k:
+        k = len(codes)
+    n = len(codes) - k + 1
+    h = np.zeros(n, np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(k):  # polynomial rolling hash, wrapping at 2^64
+            h = h * _PRIME + codes[j : j + n] + np.uint64(1)
+        h ^= np.uint64(len(codes) < SHINGLE) << np.uint64(63)  # a short text never equals a k-gram of a long one
+    return np.unique(h)
+
+
+def jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    if a.size == 0 or b.size == 0:
+        return 0.0
+    inter = np.intersect1d(a, b, assume_unique=True).size
+    return inter / (a.size + b.size - inter)
+
+
+class MinHasher:
+    """Multiply-shift hash family: ``(a*x + b) >> 32`` with odd 64-bit ``a``, fixed seed (reproducible builds)."""
+
+    def __init__(self, num_perm: int = NUM_PERM, seed: int = 20261130) -> None:
+        rng = np.random.default_rng(seed)
+        self.a = (rng.integers(0, 2**63, num_perm, dtype=np.uint64) << np.uint64(1)) | np.uint64(1)
+        self.b = rng.integers(0, 2**63, num_perm, dtype=np.uint64)
+
+    def signature(self, sh: np.ndarray) -> np.ndarray:
+        if sh.size == 0:
+            return np.full(len(self.a), np.iinfo(np.uint32).max, np.uint32)
+        with np.errstate(over="ignore"):
+            hv = (self.a[:, None] * sh[None, :] + self.b[:, None]) >> np.uint64(32)
+        return hv.min(axis=1).astype(np.uint32)
 
 
 def priority_order(chunks: Sequence[Chunk]) -> np.ndarray:
@@ -38,33 +113,98 @@ def priority_order(chunks: Sequence[Chunk]) -> np.ndarray:
     return np.array([k[2] for k in sorted(keys)], dtype=np.int64)
 
 
+def _band_buckets(sigs: np.ndarray) -> list[dict[int, list[int]]]:
+    """Per band: bucket key -> positions (ascending) of the signatures that share the band."""
+    out = []
+    for band in range(BANDS):
+        part = sigs[:, band * ROWS : (band + 1) * ROWS].astype(np.uint64)
+        key = np.zeros(len(sigs), np.uint64)
+        with np.errstate(over="ignore"):
+            for j in range(ROWS):
+                key = key * _PRIME + part[:, j]
+        _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+        shared = np.flatnonzero(counts[inverse] > 1)  # only positions that share the band with someone
+        buckets: dict[int, list[int]] = {}
+        for pos in shared.tolist():
+            buckets.setdefault(int(inverse[pos]), []).append(pos)
+        out.append(buckets)
+    return out
+
+
+def excluded_rows(chunks: Sequence[Chunk], globs: Sequence[str]) -> np.ndarray:
+    """Rows whose path matches one of the ``[index] dedup_exclude`` globs: never folded."""
+    out = np.zeros(len(chunks), dtype=bool)
+    if globs:
+        for i, c in enumerate(chunks):
+            path = c.path or c.doc_id
+            out[i] = any(fnmatch.fnmatch(path, g) for g in globs)
+    return out
+
+
 def mark_duplicates(
-    chunks: Sequence[Chunk], embeddings: np.ndarray, threshold: float = 0.95, block: int = 1024
+    chunks: Sequence[Chunk],
+    threshold: float = 0.85,
+    *,
+    t2s: Callable[[str], str] | None = None,
+    exclude: Sequence[str] = (),
 ) -> DedupResult:
+    """Fold every chunk whose text is a near-copy of a higher-priority kept chunk of another document."""
     n = len(chunks)
     dup_of = np.full(n, -1, dtype=np.int64)
     if n < 2:
         return DedupResult(dup_of, 0, 0, threshold)
     order = priority_order(chunks)
-    emb = np.asarray(embeddings, dtype=np.float32)[order]  # rows in priority order
-    doc_codes = {d: i for i, d in enumerate(dict.fromkeys(c.doc_id for c in chunks))}
-    docs = np.array([doc_codes[chunks[r].doc_id] for r in order], dtype=np.int64)
-    kept = np.ones(n, dtype=bool)  # in priority positions
-    target = np.full(n, -1, dtype=np.int64)  # in priority positions
-    for start in range(1, n, block):
-        stop = min(n, start + block)
-        sims = emb[start:stop] @ emb[:stop].T  # (b, stop): only earlier positions matter
-        rows = np.arange(start, stop)
-        cols = np.arange(stop)
-        candidate = (sims >= threshold) & (cols[None, :] < rows[:, None]) & (docs[None, :stop] != docs[rows][:, None])
-        for r in np.flatnonzero(candidate.any(axis=1)):
-            pos = start + r
-            # earlier rows of this same block may have just been marked: check kept now
-            cand = np.flatnonzero(candidate[r] & kept[:stop])
-            if cand.size:
+    hasher = MinHasher()
+    shingle_sets = [shingles(normalise(chunks[r].text, t2s)) for r in order]
+    sigs = np.stack([hasher.signature(s) for s in shingle_sets])
+    buckets = _band_buckets(sigs)
+    band_keys = _position_keys(buckets, n)
+    docs = [chunks[r].doc_id for r in order]
+    never = excluded_rows(chunks, exclude)[order]
+    kept = np.ones(n, dtype=bool)
+    target = np.full(n, -1, dtype=np.int64)
+    pairs: list[FoldedPair] = []
+    verified = 0
+    for pos in range(n):
+        if never[pos] or not shingle_sets[pos].size:
+            continue
+        earlier: set[int] = set()
+        for band, key in band_keys.get(pos, ()):
+            for other in buckets[band][key]:
+                if other >= pos:
+                    break
+                earlier.add(other)
+        for other in sorted(earlier):  # highest priority first: fold into the most authoritative copy
+            if not kept[other] or docs[other] == docs[pos]:
+                continue
+            verified += 1
+            j = jaccard(shingle_sets[pos], shingle_sets[other])
+            if j >= threshold:
                 kept[pos] = False
-                target[pos] = cand[0]  # the highest-priority kept copy
+                target[pos] = other
+                pairs.append(FoldedPair(int(order[pos]), int(order[other]), round(j, 4)))
+                break
     dup_positions = np.flatnonzero(~kept)
     dup_of[order[dup_positions]] = order[target[dup_positions]]
     groups = len(set(dup_of[dup_of >= 0].tolist()))
-    return DedupResult(dup_of, int(dup_positions.size), groups, threshold)
+    return DedupResult(dup_of, int(dup_positions.size), groups, threshold, tuple(pairs), verified)
+
+
+def _position_keys(buckets: list[dict[int, list[int]]], n: int) -> dict[int, list[tuple[int, int]]]:
+    """position -> (band, bucket key) of every shared bucket it sits in."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for band, b in enumerate(buckets):
+        for key, members in b.items():
+            for pos in members:
+                out.setdefault(pos, []).append((band, key))
+    return out
+
+
+def folded_pairs_report(chunks: Sequence[Chunk], result: DedupResult) -> list[dict[str, object]]:
+    """The folded pairs by file, for the build summary, ``--json`` and ``hanrag lint``."""
+    out = []
+    for p in result.pairs:
+        d, k = chunks[p.dup], chunks[p.kept]
+        out.append({"dup": d.chunk_id, "dup_path": d.path or d.doc_id, "kept": k.chunk_id,
+                    "kept_path": k.path or k.doc_id, "jaccard": p.jaccard})
+    return out

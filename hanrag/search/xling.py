@@ -6,7 +6,7 @@ answer is a Chinese paragraph needs a lexical bridge. CC-CEDICT (shipped by the
 word ("population", "to build") maps to the simplified Chinese headwords it
 glosses; per English word the most frequent few (jieba's word frequencies) are
 kept. The searcher adds them, tokenised by the index analyzer, to the BM25 query
-with a small weight shared among the translations of one word — only when the
+with a weight (``search.xling_translate_weight``) shared among the translations of one word — only when the
 query's own language has weak lexical evidence, so monolingual search is untouched.
 """
 
@@ -18,7 +18,12 @@ import importlib.util
 import os
 import re
 
+from hanrag.text.english import STOPWORDS
+
 _GLOSS_CLEAN = re.compile(r"\([^)]*\)|\[[^\]]*\]|\b(to|a|an|the)\b", re.IGNORECASE)
+# a headword with any sense tagged like this is never a translation: a query must never turn into an insult
+_OFFENSIVE = re.compile(r"\b(derog|derogatory|vulgar|offensive|slang|pejorative|insulting|obscene|taboo)\b",
+                        re.IGNORECASE)
 _WORD = re.compile(r"^[a-z][a-z\-']+$")
 _SKIP = ("surname ", "variant of", "old variant", "see ", "used in", "abbr.", "CL:", "Taiwan pr.")
 
@@ -42,6 +47,7 @@ def en_zh_dictionary(per_word: int = 3) -> dict[str, tuple[str, ...]]:
     jieba.initialize()
     freq = jieba.dt.FREQ
     cands: dict[str, set[str]] = {}
+    tagged: set[str] = set()
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         for line in fh:
             if line.startswith("#"):
@@ -53,7 +59,11 @@ def en_zh_dictionary(per_word: int = 3) -> dict[str, tuple[str, ...]]:
             simp = parts[1]
             if len(simp) < 2 and freq.get(simp, 0) < 1000:
                 continue  # rare single characters are noise as translations
-            for gloss in rest.split("/")[1:-1]:
+            glosses = rest.split("/")[1:-1]
+            if any(_OFFENSIVE.search(g) for g in glosses):
+                tagged.add(simp)  # in any of its entries: the headword is out altogether
+                continue
+            for gloss in glosses:
                 if any(gloss.startswith(s) or s in gloss for s in _SKIP):
                     continue
                 word = " ".join(_GLOSS_CLEAN.sub(" ", gloss).split()).lower()
@@ -61,22 +71,29 @@ def en_zh_dictionary(per_word: int = 3) -> dict[str, tuple[str, ...]]:
                     cands.setdefault(word, set()).add(simp)
     out = {}
     for word, zh in cands.items():
+        zh = zh - tagged
+        if not zh:
+            continue
         ranked = sorted(zh, key=lambda w: (-freq.get(w, 0), w))
         out[word] = tuple(w for w in ranked[:per_word] if freq.get(w, 0) > 0) or tuple(ranked[:1])
     return out
 
 
-_STOP = frozenset(
-    "a an the of in on at to for from by with about as into than then and or but not no is are was were be been being "
-    "do does did done have has had what which who whom whose when where why how many much this that these those it its "
-    "he she they them his her their there here can could would should will shall may might must also other such "
-    "one".split()
+# function words have no translation worth adding ("you" -> 台): the index's English stopwords plus question words
+_STOP = STOPWORDS | frozenset(
+    "what which who whom whose when where why how many much one ones also other such there here would could should "
+    "may might must shall will can get got make made do does did done doing have has had having am been being "
+    "i me my mine myself we us our ours you your yours yourself he him his himself she her hers it its itself they "
+    "them their theirs from about above below over under again once more most some any each every all both few own "
+    "same so too very just only than then because while during before after up down out off until whether "
+    "yes ok".split()
 )
 _EN_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 
 
-def _lookup(word: str, dictionary: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """The word, else a crude singular / base form (dictionary glosses are base forms)."""
+def _lookup(word: str, dictionary: dict[str, tuple[str, ...]], per_word: int = 3) -> tuple[str, ...]:
+    """The most common Chinese words among the senses of the word and its crude base forms (invented ->
+    invent: 发明, not only the rare 杜撰 that glosses "invented"), most frequent first."""
     forms = [word]
     if word.endswith("ies"):
         forms.append(word[:-3] + "y")
@@ -88,15 +105,19 @@ def _lookup(word: str, dictionary: dict[str, tuple[str, ...]]) -> tuple[str, ...
         forms += [word[:-2], word[:-1]]
     if word.endswith("ing"):
         forms += [word[:-3], word[:-3] + "e"]
-    for f in forms:
-        if f in dictionary:
-            return dictionary[f]
-    return ()
+    cands = list(dict.fromkeys(w for f in forms for w in dictionary.get(f, ())))
+    if len(cands) <= 1:
+        return tuple(cands)
+    import jieba
+
+    freq = jieba.dt.FREQ
+    return tuple(sorted(cands, key=lambda w: (-freq.get(w, 0), cands.index(w)))[:per_word])
 
 
-def translate_query(text: str, analyzer, weight: float) -> dict[str, float]:
+def translate_query(text: str, analyzer, weight: float, sources: dict[str, str] | None = None) -> dict[str, float]:
     """BM25 expansion (zh token -> weight) for the English words of ``text``; one word's translations share
-    ``weight`` (so a word with many senses does not outweigh a precise one)."""
+    ``weight`` (so a word with many senses does not outweigh a precise one). ``sources``, when given, receives
+    zh token -> the English word it translates (for ``--explain``)."""
     dictionary = en_zh_dictionary()
     out: dict[str, float] = {}
     for word in dict.fromkeys(w.lower() for w in _EN_WORD.findall(text)):
@@ -109,5 +130,8 @@ def translate_query(text: str, analyzer, weight: float) -> dict[str, float]:
             continue
         w = weight / len(toks)
         for t in toks:
-            out[t] = max(out.get(t, 0.0), w)
+            if w > out.get(t, 0.0):
+                out[t] = w
+                if sources is not None:
+                    sources[t] = word
     return out

@@ -1,0 +1,89 @@
+"""Evaluation sets as a user's corpus: every quality figure runs the product's build and search path.
+
+Each eval set's documents become :class:`hanrag.records.Document`s (doc id ``<set>/<doc id>``,
+the set's source as citation) and go through :func:`hanrag.index.documents_build.build_from_documents`
+(lint, chunking, dedup, snapshot) exactly like ``hanrag build``; searches go through ``Index``'s
+searcher. A document's best chunk stands for it in the run. Vectors come from one machine-wide
+cache (:class:`hanrag.embed_cache.CachingEmbedder`), so a rerun embeds nothing.
+
+Sets:
+* shared (``../shared/eval``): korquad1_ko_chunks, cmrc2018_zh_chunks, xquad_en, xquad_en2zh, cranfield_en;
+* cross-script (``eval/`` in this repository, written for hanrag, see each README): ko2hanja, hanja2ko,
+  ko2en_tech, en2ko_tech.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from hanrag.config import Config  # noqa: E402
+from hanrag.eval import EvalSet, EvalTask, find_eval_root, load_eval_set  # noqa: E402
+from hanrag.records import Document  # noqa: E402
+
+SHARED_SETS = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en", "xquad_en2zh", "cranfield_en")
+CROSS_SETS = ("ko2hanja", "hanja2ko", "ko2en_tech", "en2ko_tech")
+# one collection with every corpus (xquad_en left out: its paragraphs are the English twins of xquad_en2zh's)
+MIXED_SETS = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en2zh", "cranfield_en", *CROSS_SETS)
+REPO_EVAL = ROOT / "eval"
+INDEX_ROOT = ROOT / ".cache" / "quality"
+
+
+def set_folder(name: str) -> Path:
+    return REPO_EVAL / name if (REPO_EVAL / name).is_dir() else find_eval_root() / name
+
+
+def available(names: tuple[str, ...] | list[str]) -> list[str]:
+    out = []
+    for n in names:
+        try:
+            if (set_folder(n) / "qrels.tsv").is_file():
+                out.append(n)
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def load(name: str) -> EvalSet:
+    return load_eval_set(set_folder(name))
+
+
+def documents(es: EvalSet) -> list[Document]:
+    out = []
+    for d in es.docs:
+        source = d.source if d.source.startswith("http") else f"eval set {es.name}: {d.source or d.doc_id}"
+        out.append(Document(doc_id=f"{es.name}/{d.doc_id}", path=f"{es.name}/{d.doc_id}", title=d.title,
+                            text=d.text, sources=(source,)))
+    return out
+
+
+def eval_config(**search_changes) -> Config:
+    cfg = Config()
+    for key, value in search_changes.items():
+        setattr(cfg.search, key, value)
+    return cfg
+
+
+def build(name: str, sets: list[EvalSet], cfg: Config, embedder, *, dedup: bool = True):  # noqa: ANN001
+    """Build (incrementally) the index ``INDEX_ROOT/name`` over ``sets`` through the product path."""
+    from hanrag.index.documents_build import build_from_documents
+
+    cfg = copy.deepcopy(cfg)
+    cfg.index.dedup = dedup
+    docs = [d for es in sets for d in documents(es)]
+    return build_from_documents(docs, INDEX_ROOT / name, cfg, embedder=embedder)
+
+
+def tasks(sets: list[EvalSet]) -> list[EvalTask]:
+    return [EvalTask(es.name, es.queries, es.qrels, prefix=f"{es.name}/") for es in sets]
+
+
+def caching_embedder(cfg: Config | None = None):  # noqa: ANN201
+    from hanrag.embed import load_embedder
+    from hanrag.embed_cache import CachingEmbedder
+
+    return CachingEmbedder(load_embedder((cfg or Config()).embedder))
