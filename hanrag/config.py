@@ -100,8 +100,12 @@ class EmbedderConfig:
 @dataclass
 class IndexConfig:
     keep_snapshots: int = 2
-    dedup_threshold: float = 0.95
+    # Jaccard of character 5-gram sets over normalised text (NFKC, case, whitespace, punctuation, t2s) at or
+    # above which two chunks of different documents are the same text (see benchmarks/dedup_audit.py)
+    dedup_threshold: float = 0.85
     dedup: bool = True
+    # glob patterns (chunk paths, relative to the corpus root) never folded into another chunk
+    dedup_exclude: list[str] = field(default_factory=list)
 
 
 @dataclass
