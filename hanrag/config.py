@@ -595,6 +595,8 @@ def _walk(obj: Any, key: str, pattern: str) -> typing.Iterator[tuple[str, str, A
 
 def _validate(cfg: Config) -> None:
     for key, pattern, value in _walk(cfg, "", ""):
+        if value is None:  # an optional condition left unset
+            continue
         check = CHECKS.get(pattern)
         if check is None:
             if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
