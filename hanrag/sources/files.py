@@ -513,15 +513,14 @@ def walk_corpus(root: Path, cfg: Config) -> tuple[list[Path], list[Finding]]:
                 key = (st.st_dev, st.st_ino)
                 if key in visited:
                     findings.append(
-                        Finding(rel, "warning", "symlink-loop", "folder already walked (loop or second link); skipped")
+                        Finding(rel, "warning", "symlink-loop", "folder is its own ancestor (a loop); skipped")
                     )
                     continue
                 if bad := _bad_name_finding(rel, name):
                     findings.append(bad)
-                visited.add(key)
+                visited.add(key)  # the folders being walked (this one and its ancestors): a loop is a revisit
                 walk(path)
-                if not is_link:
-                    visited.discard(key)  # only followed links can loop; plain folders are seen once anyway
+                visited.discard(key)
                 continue
             if not want(name):
                 continue

@@ -23,8 +23,12 @@ PLACEHOLDER = "A"
 HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
 
 
+_SURROGATES = str.maketrans({cp: "\ufffd" for cp in range(0xD800, 0xE000)})
+
+
 def normalize(text: str) -> str:
-    return unicodedata.normalize("NFKC", text)
+    # lone surrogates (possible in JSON queries: "\ud800") cannot reach Kiwi / jieba as UTF-8
+    return unicodedata.normalize("NFKC", text.translate(_SURROGATES) if not text.isascii() else text)
 
 
 def split_runs(text: str) -> tuple[list[str], list[str], str]:

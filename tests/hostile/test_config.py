@@ -70,8 +70,14 @@ def test_bad_value_is_a_config_error_naming_the_key(section: str, key: str, valu
 
 @pytest.mark.parametrize(
     ("rule", "field"),
-    [({"bm25": math.nan}, "bm25"), ({"dense": 1.5}, "dense"), ({"bm25": -0.1}, "bm25"), ({"lang": "fr"}, "lang"),
-     ({"min_hanja_ratio": 2.0}, "min_hanja_ratio"), ({"max_chars": -1}, "max_chars")],
+    [
+        ({"bm25": math.nan}, "bm25"),
+        ({"dense": 1.5}, "dense"),
+        ({"bm25": -0.1}, "bm25"),
+        ({"lang": "fr"}, "lang"),
+        ({"min_hanja_ratio": 2.0}, "min_hanja_ratio"),
+        ({"max_chars": -1}, "max_chars"),
+    ],
 )
 def test_bad_rule_values(rule: dict, field: str) -> None:
     with pytest.raises(ConfigError, match=rf"search\.rules\[0\]\.{field}"):
@@ -95,10 +101,21 @@ def test_nan_in_a_toml_file_names_file_and_key(tmp_path: Path) -> None:
 
 def test_defaults_and_boundaries_load() -> None:
     from_dict({})
-    from_dict({"search": {"rrf_k": 0.001, "diversity_factors": [1.0, 0.5, 1e-9], "rerank": {"blend": 1.0},
-                          "candidates": 0, "xling_calibration": "none"},
-               "index": {"dedup_threshold": 1.0, "keep_snapshots": 1}, "server": {"port": 65535, "max_top_k": 1},
-               "bm25": {"method": "atire", "k1": 0.0, "b": 1.0}, "milvus": {"dense_index": "hnsw"}})
+    from_dict(
+        {
+            "search": {
+                "rrf_k": 0.001,
+                "diversity_factors": [1.0, 0.5, 1e-9],
+                "rerank": {"blend": 1.0},
+                "candidates": 0,
+                "xling_calibration": "none",
+            },
+            "index": {"dedup_threshold": 1.0, "keep_snapshots": 1},
+            "server": {"port": 65535, "max_top_k": 1},
+            "bm25": {"method": "atire", "k1": 0.0, "b": 1.0},
+            "milvus": {"dense_index": "hnsw"},
+        }
+    )
 
 
 def test_every_number_is_checked_by_type_even_without_an_explicit_range() -> None:
@@ -138,15 +155,18 @@ def test_env_list_field_takes_a_comma_list_or_a_toml_array() -> None:
     assert from_dict(*env_overrides({}, {"HANRAG_LEXICON__PATHS": "saju"})).lexicon.paths == ["saju"]
     assert from_dict(*env_overrides({}, {"HANRAG_LEXICON__PATHS": "saju, it"})).lexicon.paths == ["saju", "it"]
     assert from_dict(*env_overrides({}, {"HANRAG_LEXICON__PATHS": '["saju"]'})).lexicon.paths == ["saju"]
-    assert from_dict(*env_overrides({}, {"HANRAG_SERVER__ALLOWED_HOSTS": "a.local,b.local"})).server.allowed_hosts \
-        == ["a.local", "b.local"]
+    assert from_dict(*env_overrides({}, {"HANRAG_SERVER__ALLOWED_HOSTS": "a.local,b.local"})).server.allowed_hosts == [
+        "a.local",
+        "b.local",
+    ]
     cfg = from_dict(*env_overrides({}, {"HANRAG_SEARCH__DIVERSITY_FACTORS": "1, 0.9"}))
     assert cfg.search.diversity_factors == [1.0, 0.9]
 
 
 def test_env_reaches_nested_tables_and_every_key() -> None:
-    cfg = from_dict(*env_overrides({}, {"HANRAG_SEARCH__RERANK__MODEL": "/models/ce",
-                                        "HANRAG_SEARCH__RERANK__BLEND": "0.25"}))
+    cfg = from_dict(
+        *env_overrides({}, {"HANRAG_SEARCH__RERANK__MODEL": "/models/ce", "HANRAG_SEARCH__RERANK__BLEND": "0.25"})
+    )
     assert cfg.search.rerank.model == "/models/ce" and cfg.search.rerank.blend == 0.25
     # every scalar key of every section (and of [search.rerank]) can be set from the environment
     defaults = Config()
@@ -154,21 +174,30 @@ def test_env_reaches_nested_tables_and_every_key() -> None:
         if section.name == "base_dir":
             continue
         sub = getattr(defaults, section.name)
-        tables = [((section.name,), sub)] + [((section.name, f.name), getattr(sub, f.name))
-                                            for f in dataclasses.fields(sub)
-                                            if dataclasses.is_dataclass(getattr(sub, f.name))]
+        tables = [((section.name,), sub)] + [
+            ((section.name, f.name), getattr(sub, f.name))
+            for f in dataclasses.fields(sub)
+            if dataclasses.is_dataclass(getattr(sub, f.name))
+        ]
         for path, obj in tables:
             hints = typing.get_type_hints(type(obj))
             for f in dataclasses.fields(obj):
                 value = getattr(obj, f.name)
                 tp = hints[f.name]
-                if dataclasses.is_dataclass(value) or isinstance(value, dict) or (
-                    typing.get_origin(tp) is list and dataclasses.is_dataclass(typing.get_args(tp)[0])
+                if (
+                    dataclasses.is_dataclass(value)
+                    or isinstance(value, dict)
+                    or (typing.get_origin(tp) is list and dataclasses.is_dataclass(typing.get_args(tp)[0]))
                 ):
                     continue  # tables: TOML values (test_env_tables_as_toml_and_quoted_strings)
                 var = "HANRAG_" + "__".join(p.upper() for p in (*path, f.name))
-                raw = ",".join(map(str, value)) if isinstance(value, list) else str(value).lower() \
-                    if isinstance(value, bool) else str(value)
+                raw = (
+                    ",".join(map(str, value))
+                    if isinstance(value, list)
+                    else str(value).lower()
+                    if isinstance(value, bool)
+                    else str(value)
+                )
                 data, origins = env_overrides({}, {var: raw})
                 assert origins == {".".join((*path, f.name)): var}, var
                 cfg = from_dict(data, "<defaults>", origins)
@@ -179,10 +208,17 @@ def test_env_reaches_nested_tables_and_every_key() -> None:
 
 
 def test_env_tables_as_toml_and_quoted_strings() -> None:
-    cfg = from_dict(*env_overrides({}, {"HANRAG_CORPUS__TIERS": '{"a" = 1}',
-                                        "HANRAG_CONFLUENCE__URL": '"http://wiki.example"',
-                                        "HANRAG_SEARCH__RULES": '[{name = "x", bm25 = 1.0, dense = 0.0}]',
-                                        "HANRAG_SEARCH__PRESET": "custom"}))
+    cfg = from_dict(
+        *env_overrides(
+            {},
+            {
+                "HANRAG_CORPUS__TIERS": '{"a" = 1}',
+                "HANRAG_CONFLUENCE__URL": '"http://wiki.example"',
+                "HANRAG_SEARCH__RULES": '[{name = "x", bm25 = 1.0, dense = 0.0}]',
+                "HANRAG_SEARCH__PRESET": "custom",
+            },
+        )
+    )
     assert cfg.corpus.tiers == {"a": 1} and cfg.confluence.url == "http://wiki.example"
     assert cfg.search.rules[0].name == "x" and cfg.search.preset == "custom"
 
@@ -201,8 +237,9 @@ def test_env_tables_as_toml_and_quoted_strings() -> None:
         ("HANRAG_CORPUS__TIERS", "{a = ", "TOML"),
     ],
 )
-def test_env_errors_name_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, var: str, raw: str,
-                                      words: str) -> None:
+def test_env_errors_name_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, var: str, raw: str, words: str
+) -> None:
     path = tmp_path / "hanrag.toml"
     path.write_text("[server]\nport = 8080\n", encoding="utf-8")
     monkeypatch.setenv(var, raw)
@@ -216,8 +253,15 @@ def test_env_errors_name_the_variable(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_unknown_env_variables_warn_and_are_ignored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    for var in ("HANRAG_X__Y", "HANRAG_SEARCH__NOPE", "HANRAG_SEARCH__RERANK__NOPE", "HANRAG_SEARCH__RERANK",
-                "HANRAG_SERVER__PORT__X", "HANRAG___", "HANRAG_BASE_DIR__X"):
+    for var in (
+        "HANRAG_X__Y",
+        "HANRAG_SEARCH__NOPE",
+        "HANRAG_SEARCH__RERANK__NOPE",
+        "HANRAG_SEARCH__RERANK",
+        "HANRAG_SERVER__PORT__X",
+        "HANRAG___",
+        "HANRAG_BASE_DIR__X",
+    ):
         monkeypatch.setenv(var, "1")
     monkeypatch.setenv("HANRAG_API_KEY", "k")  # single underscore: its own meaning, not an override
     monkeypatch.setenv("HANRAG_EVAL_ROOT", "/somewhere")

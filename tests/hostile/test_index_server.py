@@ -37,8 +37,17 @@ runner = CliRunner()
 
 def make_chunks() -> list[Chunk]:
     return [
-        Chunk(chunk_id=f"{doc}-{i}", doc_id=doc, text=t, start=0, end=len(t), source=f"https://x/{doc}",
-              path=f"{doc}.md", lang=lang, tier=tier)
+        Chunk(
+            chunk_id=f"{doc}-{i}",
+            doc_id=doc,
+            text=t,
+            start=0,
+            end=len(t),
+            source=f"https://x/{doc}",
+            path=f"{doc}.md",
+            lang=lang,
+            tier=tier,
+        )
         for i, (doc, lang, t, tier) in enumerate(TEXTS)
     ]
 
@@ -247,13 +256,24 @@ def test_foreign_host_header_refused_without_key(open_server: ThreadServer) -> N
     port = open_server.port
     with httpx.Client(base_url=open_server.url, timeout=60) as c:
         for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example", "attacker.localhost.com"):
-            for method, path, body in (("post", "/search", {"query": "롤백"}), ("get", "/stats", None),
-                                       ("get", "/chunks/x", None), ("get", "/documents/x", None), ("get", "/", None)):
+            for method, path, body in (
+                ("post", "/search", {"query": "롤백"}),
+                ("get", "/stats", None),
+                ("get", "/chunks/x", None),
+                ("get", "/documents/x", None),
+                ("get", "/", None),
+            ):
                 r = c.request(method, path, json=body, headers={"Host": host})
                 assert r.status_code == 421, (host, path, r.status_code)
                 assert "Host" in r.json()["error"]
-        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", f"[::1]:{port}", "LOCALHOST.",
-                     f"docs.internal:{port}"):
+        for host in (
+            f"127.0.0.1:{port}",
+            f"localhost:{port}",
+            "localhost",
+            f"[::1]:{port}",
+            "LOCALHOST.",
+            f"docs.internal:{port}",
+        ):
             r = c.post("/search", json={"query": "롤백"}, headers={"Host": host})
             assert r.status_code == 200, (host, r.text)
 
@@ -262,8 +282,10 @@ def test_form_posts_refused_without_key(open_server: ThreadServer, built: dict, 
     with httpx.Client(base_url=open_server.url, timeout=60) as c:
         forms = [
             (b"source=files", "application/x-www-form-urlencoded"),
-            (b"--x\r\nContent-Disposition: form-data; name=\"source\"\r\n\r\nfiles\r\n--x--\r\n",
-             "multipart/form-data; boundary=x"),
+            (
+                b'--x\r\nContent-Disposition: form-data; name="source"\r\n\r\nfiles\r\n--x--\r\n',
+                "multipart/form-data; boundary=x",
+            ),
             (b'{"source": "files"}', "text/plain"),
         ]
         for body, ctype in forms:
@@ -278,8 +300,9 @@ def test_form_posts_refused_without_key(open_server: ThreadServer, built: dict, 
     index_dir = tmp_path / "index"
     shutil.copytree(built["index_dir"], index_dir)
     with ThreadServer(create_app(index_dir, cfg)) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
-        r = c.post("/index/rebuild", content=b"source=files",
-                   headers={"content-type": "application/x-www-form-urlencoded"})
+        r = c.post(
+            "/index/rebuild", content=b"source=files", headers={"content-type": "application/x-www-form-urlencoded"}
+        )
         assert r.status_code == 415
         assert c.get("/stats").json()["rebuild_running"] is None
 
@@ -309,8 +332,11 @@ def test_public_paths_with_key_are_exactly_the_documented_ones(key_server: Threa
             if path == "/health":
                 continue
             for method in spec["paths"][path]:
-                r = c.request(method, path.replace("{chunk_id}", "x").replace("{doc_id}", "x")
-                              .replace("{job_id}", "x"), json={} if method == "post" else None)
+                r = c.request(
+                    method,
+                    path.replace("{chunk_id}", "x").replace("{doc_id}", "x").replace("{job_id}", "x"),
+                    json={} if method == "post" else None,
+                )
                 assert r.status_code == 401, (method, path)
 
 
