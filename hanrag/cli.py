@@ -7,6 +7,7 @@ line with a hint; ``--debug`` shows the traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -100,9 +101,14 @@ def lint(
     """Check a corpus against the rules (source cited, size, topic separators, AI drafts). Never edits files."""
     from hanrag.validate import prepare_corpus
 
+    from hanrag.chunking import chunk_document
+    from hanrag.index.build import duplicate_findings
+
     cfg = load(config)
     _check_corpus_path(path)
     prepared = prepare_corpus(path, cfg)
+    chunks = [c for doc in prepared.indexable for c in chunk_document(doc, cfg.chunking)]
+    prepared = dataclasses.replace(prepared, findings=(*prepared.findings, *duplicate_findings(chunks, cfg)))
     counts = {s: sum(1 for f in prepared.findings if f.severity == s) for s in ("error", "warning", "info")}
     if json_out:
         print_json(
@@ -216,7 +222,8 @@ def render_corpus_summary(summary: dict) -> None:
         )
 
 
-DEMO_QUERIES = ("갑목 인월 용신", "甲木 用神", "쿠버네티스 배포 롤백", "deployment rollback", "도화살", "五行相生")
+DEMO_QUERIES = ("갑목 인월 용신", "甲木 用神", "쿠버네티스 배포 롤백", "deployment rollback", "도화살", "五行相生",
+                "who invented the Korean alphabet")
 
 
 @app.command()
@@ -557,8 +564,8 @@ def _render_hits(plan, hits, explain: bool) -> None:  # noqa: ANN001 - QueryPlan
                 f"dense {f(e.dense_raw)}→{f(e.dense_norm)} ×{e.dense_weight:.2f}\n"
                 f"{e.fusion} fused {e.fused:.3f} rerank {f(e.rerank)} penalty ×{e.penalty:.2f} = {e.final:.3f}\n"
                 f"rule {e.rule}; found by {'+'.join(e.found_by) or '—'}\n"
-                f"matched: {' '.join(e.matched_tokens) or '—'}"
-                + (f"\nexpansions: {' '.join(e.matched_expansions)}" if e.matched_expansions else "")
+                + "matched: "
+                + (" ".join(f"{t} ({how})" for t, how in e.matched_via) or "—")
             )
         table.add_row(*row)
     console.print(table)

@@ -137,7 +137,7 @@ class RerankConfig:
 
 @dataclass
 class SearchConfig:
-    fusion: str = "minmax"  # "minmax" | "zscore" | "rrf"
+    fusion: str = "minmax"  # "minmax" | "zscore" | "rrf" | "ceiling" (BM25 over the query ceiling, dense min-max)
     rrf_k: float = 2.0
     candidates: int = 0  # 0 = max(20, 4 * top_k)
     fill_missing: bool = True
@@ -521,7 +521,7 @@ CHECKS: dict[str, Check] = {
     "embedder.dtype": _enum("float32", "float16"),
     "index.keep_snapshots": _rng(1),
     "index.dedup_threshold": _rng(0, 1, lo_open=True),
-    "search.fusion": _enum("minmax", "zscore", "rrf"),
+    "search.fusion": _enum("minmax", "zscore", "rrf", "ceiling"),
     "search.rrf_k": _rng(0, lo_open=True),
     "search.candidates": _rng(0),
     "search.preset": _enum("hanrag", "reference", "custom"),

@@ -172,8 +172,14 @@ def run_ablations(
     lexicon=None,  # noqa: ANN001
     top_k: int = 100,
     progress=None,  # noqa: ANN001 - callable(str) or None
+    configs: dict | None = None,
+    also: dict[str, tuple[str, ...]] | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """label -> set -> metrics. Query vectors are computed once and shared by every row."""
+    """label -> set -> metrics. Query vectors are computed once and shared by every row.
+
+    ``configs``: label -> (mode, Config) instead of :func:`ablation_configs`. ``also``: kept chunk id ->
+    doc ids of the near-duplicates folded into it; a hit stands for them too, right after its own document
+    (the user gets the same text and sees them in "also in")."""
     import numpy as np
 
     from hanrag.search.searcher import Searcher
@@ -185,7 +191,7 @@ def run_ablations(
             for q, vec in zip(task.queries, vecs, strict=True):
                 qvecs[(task.name, q.qid)] = vec
     results: dict[str, dict[str, dict[str, float]]] = {}
-    for label, (mode, c) in ablation_configs(cfg).items():
+    for label, (mode, c) in (configs or ablation_configs(cfg)).items():
         searcher = Searcher(backend, c, embedder=embedder, analyzer=analyzer, lexicon=lexicon)
         for task in tasks:
             run: dict[str, dict[str, float]] = {}
@@ -196,7 +202,8 @@ def run_ablations(
                 hits = searcher.search(q.text, top_k=top_k, mode=mode, qvec=qvec)
                 ranked: dict[str, float] = {}
                 for h in hits:  # a document's best chunk stands for it
-                    ranked.setdefault(_strip(h.chunk.doc_id, task.prefix), float(h.score))
+                    for doc in (h.chunk.doc_id, *(also or {}).get(h.chunk.chunk_id, ())):
+                        ranked.setdefault(_strip(doc, task.prefix), float(h.score) - 1e-9 * len(ranked))
                 run[q.qid] = ranked
             results.setdefault(label, {})[task.name] = evaluate_run(task.qrels, run)
         if progress:

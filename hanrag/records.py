@@ -117,9 +117,14 @@ class QueryPlan(_Record):
     dense_weight: float
     rule: str  # name of the adaptive rule that chose the weights
     mode: Literal["hybrid", "bm25", "dense"] = "hybrid"
-    # hybrid, once BM25 ran: best same-language BM25 / the query's BM25 ceiling (search.xling_min_evidence
-    # decides "weak lexical evidence" from it); None when not measured
+    # hybrid, once BM25 ran: the best chunk's BM25 (any script: readings and expansions are lexical evidence)
+    # over the query's BM25 ceiling (search.xling_min_evidence decides "weak lexical evidence" from it);
+    # None when not measured
     lexical_evidence: float | None = None
+    # where each expansion token comes from: "reading" (a Hanja word of the query read in Hangul),
+    # "lexicon:<term>", "lexicon:<term> (absent)" (the term occurs in no chunk: its equivalents weigh in
+    # full), "translation:<English word>"
+    expansion_via: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -141,6 +146,9 @@ class Explanation(_Record):
     matched_tokens: tuple[str, ...] = ()
     matched_expansions: tuple[str, ...] = ()
     found_by: tuple[str, ...] = ()  # "bm25", "dense"
+    # every matched token and how it matched: "as written", "reading" (the chunk's Hanja read in Hangul, or
+    # the query's), "lexicon:<term>", "translation:<English word>"
+    matched_via: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,10 @@ class ExplanationOut(BaseModel):
     matched_tokens: list[str]
     matched_expansions: list[str]
     found_by: list[str]
+    matched_via: list[tuple[str, str]] = Field(
+        default_factory=list,
+        description="every matched token and how: as written, reading, lexicon:<term>, translation:<word>",
+    )
 
 
 class Highlight(BaseModel):
@@ -131,8 +135,11 @@ class PlanOut(BaseModel):
     dense_weight: float
     rule: str
     mode: str
+    expansion_via: list[tuple[str, str]] = Field(
+        default_factory=list, description="each expansion token's origin: reading, lexicon:<term>, translation:<word>"
+    )
     lexical_evidence: float | None = Field(
-        default=None, description="best same-language BM25 / the query's BM25 ceiling (hybrid; null when unused)"
+        default=None, description="best chunk's BM25 (any script) / the query's BM25 ceiling (hybrid; null when unused)"
     )
 
 

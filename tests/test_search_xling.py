@@ -25,9 +25,12 @@ def test_translate_query_maps_content_words(analyzer):
     out = translate_query("What was the population of the city in 1900?", analyzer, 0.5)
     assert "人口" in out and "市" in out
     assert all(0 < w <= 0.5 for w in out.values())
-    # stopwords and question words bring nothing; no Hangul readings leak in
+    # stopwords and question words bring nothing; Hangul readings only when asked for (인구 = 人口)
     assert translate_query("what is the", analyzer, 0.5) == {}
-    assert not any("\uac00" <= ch <= "\ud7a3" for tok in out for ch in tok)
+    assert "인구" in out
+    plain = translate_query("What was the population of the city in 1900?", analyzer, 0.5, readings=False)
+    assert not any("\uac00" <= ch <= "\ud7a3" for tok in plain for ch in tok)
+    out = plain
     # one word's translations share the weight
     pop = [w for t, w in out.items() if t in {"人口", "总体", "人口数"}]
     assert sum(pop) == pytest.approx(0.5)

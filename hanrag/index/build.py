@@ -361,6 +361,17 @@ def find_duplicates(chunks: Sequence[Chunk], cfg: Config) -> tuple[dict[str, str
     return dup_map, dedup.summary(), folded_pairs_report(chunks, dedup)
 
 
+def duplicate_findings(chunks: Sequence[Chunk], cfg: Config) -> list[Finding]:
+    """The folds a build would make, as info findings on the folded file (``hanrag lint``)."""
+    _, _, folded = find_duplicates(chunks, cfg)
+    return [
+        Finding(f["dup_path"], "info", "near-duplicate",
+                f"a chunk is the same text as one in {f['kept_path']} (Jaccard {f['jaccard']:.2f}) and is folded "
+                "into it; to keep it on its own, add this path to [index] dedup_exclude")
+        for f in folded
+    ]
+
+
 def build_from_chunks(
     chunks: Sequence[Chunk],
     index_dir: str | Path,
@@ -522,4 +533,5 @@ def build_index(
     )
 
 
-__all__ = ["BuildReport", "EmbeddingCache", "build_from_chunks", "build_index", "text_hash"]
+__all__ = ["BuildReport", "EmbeddingCache", "build_from_chunks", "build_index", "duplicate_findings",
+           "find_duplicates", "text_hash"]

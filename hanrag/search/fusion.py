@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FUSIONS = ("minmax", "zscore", "rrf")
+FUSIONS = ("minmax", "zscore", "rrf", "ceiling")
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,17 @@ def rrf_ranks(scores: np.ndarray, k: float) -> np.ndarray:
     return out
 
 
+def ceiling_scale(scores: np.ndarray, ceiling: float) -> np.ndarray:
+    """BM25 as the share of the query's highest possible score (clipped to [0, 1]; unknown -> 0).
+
+    Absolute, unlike min-max: a chunk matching one word of five stays near 0.2 however weak the
+    other candidates are, and a full match is 1 on any candidate set.
+    """
+    if ceiling <= 0:
+        return np.zeros(len(scores), dtype=np.float64)
+    return np.clip(np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=0.0) / ceiling, 0.0, 1.0)
+
+
 def fuse(
     ids: list[str] | tuple[str, ...],
     bm25: np.ndarray,
@@ -89,8 +100,11 @@ def fuse(
     dense_weight: float,
     method: str = "minmax",
     rrf_k: float = 2.0,
+    bm25_ceiling: float = 0.0,
 ) -> Fused:
-    """Combine aligned raw score arrays (NaN = retriever gave no score) into one fused score."""
+    """Combine aligned raw score arrays (NaN = retriever gave no score) into one fused score.
+
+    ``ceiling``: BM25 over the query's ceiling (``bm25_ceiling``, :func:`ceiling_scale`), dense min-max."""
     if method not in FUSIONS:
         raise ValueError(f"unknown fusion {method!r}; expected one of {', '.join(FUSIONS)}")
     if rrf_k <= 0 and method == "rrf":
@@ -103,6 +117,8 @@ def fuse(
         bn, dn = minmax(bm25), minmax(dense)
     elif method == "zscore":
         bn, dn = zscore(bm25), zscore(dense)
+    elif method == "ceiling":
+        bn, dn = ceiling_scale(bm25, bm25_ceiling), minmax(dense)
     else:
         bn, dn = rrf_ranks(bm25, rrf_k), rrf_ranks(dense, rrf_k)
     fused = bm25_weight * bn + dense_weight * dn

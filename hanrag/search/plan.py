@@ -133,6 +133,10 @@ class QueryPlanner:
             dense_weight=dw,
             rule=rule.name if mode == "hybrid" else mode,
             mode=mode,  # type: ignore[arg-type]
+            expansion_via=tuple(
+                (t, "reading" if src == "hanja reading" else f"lexicon:{src}")
+                for t, src in qt.expansion_sources.items() if t in qt.weights
+            ),
         )
         return plan, dict(qt.weights)
 

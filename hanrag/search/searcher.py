@@ -182,6 +182,8 @@ class Searcher:
         times = StageTimes()
         t0 = time.perf_counter()
         plan, weights = self.planner.plan(query, mode)
+        if mode != "dense":
+            plan, weights = self._promote_absent_terms(plan, weights)
         times.plan = time.perf_counter() - t0
         k = self._candidate_k(top_k)
 
@@ -204,6 +206,32 @@ class Searcher:
         return SearchResult(cand.plan, hits, times)
 
     # -- pipeline stages (each takes and returns per-search state; nothing lands on self) ------------
+    def _promote_absent_terms(self, plan: QueryPlan, weights: dict[str, float]) -> tuple[QueryPlan, dict[str, float]]:
+        """A domain term that occurs in no chunk (쿠버네티스 in a corpus that writes Kubernetes) can only match
+        through its equivalents: they stand in for it at full weight instead of ``expansion_weight``."""
+        ew = self.cfg.lexicon.expansion_weight
+        if ew <= 0 or not plan.terms:
+            return plan, weights
+        absent = [term for term in plan.terms if self._absent(term, plan)]
+        if not absent:
+            return plan, weights
+        via = dict(plan.expansion_via)
+        weights = dict(weights)
+        for tok, src in via.items():
+            term = src.partition(":")[2]
+            if src.startswith("lexicon:") and term in absent and tok in weights and tok not in plan.tokens:
+                weights[tok] = min(1.0, weights[tok] / ew)  # a multi-word equivalent still shares one weight
+                via[tok] = f"lexicon:{term} (absent)"
+        expansions = tuple((t, weights.get(t, w)) for t, w in plan.expansions)
+        return dataclasses.replace(plan, expansions=expansions, expansion_via=tuple(via.items())), weights
+
+    def _term_tokens(self, term: str, plan: QueryPlan) -> list[str]:
+        return [t for t in self.analyzer.analyze(term, plan.lang).tokens if t in plan.tokens] or [term]
+
+    def _absent(self, term: str, plan: QueryPlan) -> bool:
+        """No chunk holds any of the term's own tokens (filters aside: absence is a property of the index)."""
+        return all(not self.backend.sparse_search({t: 1.0}, 1) for t in self._term_tokens(term, plan))
+
     def _candidate_k(self, top_k: int) -> int:
         """How many candidates each retriever draws: enough for fusion and, when on, the reranker."""
         sc = self.cfg.search
@@ -278,7 +306,9 @@ class Searcher:
         if cand.offsets:
             d_arr = d_arr - np.array([cand.offsets.get(cand.chunks[c].lang, 0.0) for c in cand.ids])
         if mode == "hybrid":
-            return fuse(cand.ids, b_arr, d_arr, cand.plan.bm25_weight, cand.plan.dense_weight, sc.fusion, sc.rrf_k)
+            ceiling = self.query_ceiling(cand.plan, cand.weights) if sc.fusion == "ceiling" else 0.0
+            return fuse(cand.ids, b_arr, d_arr, cand.plan.bm25_weight, cand.plan.dense_weight, sc.fusion, sc.rrf_k,
+                        ceiling)
         raw = b_arr if mode == "bm25" else d_arr
         return Fused(tuple(cand.ids), b_arr, d_arr, np.nan_to_num(b_arr), np.nan_to_num(d_arr),
                      np.nan_to_num(raw, nan=-np.inf), mode)
@@ -337,26 +367,36 @@ class Searcher:
 
     def lexical_evidence(self, plan: QueryPlan, weights: dict[str, float], bm25: dict[str, float],
                          chunks: dict[str, Chunk]) -> float:
-        """How much of the query the best same-language chunk matches lexically: its BM25 score over the
-        ceiling of the query's own tokens (:meth:`IndexBackend.sparse_ceiling`), 0 without such a chunk.
+        """How much of the query the best chunk matches lexically: its BM25 score over the query's ceiling
+        (:meth:`IndexBackend.sparse_ceiling`), 0 without any match.
 
-        A ratio, not a raw score: BM25 grows with idf, i.e. with corpus size, so an absolute threshold
-        called nearly every query on a small corpus "weak". Expansions stay out of the ceiling (they
-        reach other scripts; a same-language chunk rarely holds them) but count in the score.
+        Any chunk, in any script: a Korean query that matches a Hanja passage through its readings
+        (갑목 = 甲木) or an English runbook through the lexicon has lexical evidence. A ratio, not a raw
+        score: BM25 grows with idf, i.e. with corpus size. The ceiling holds the query's own tokens and
+        the equivalents standing in for absent terms (full weight); other expansions count in the score
+        only, so an expansion match adds evidence but its absence costs none.
         """
-        own = [s for cid, s in bm25.items() if chunks[cid].lang == plan.lang]
-        if not own:
+        if not bm25:
             return 0.0
-        query = {t: weights[t] for t in plan.tokens if t in weights} or weights
-        ceiling = self.backend.sparse_ceiling(query)
-        return float(max(own) / ceiling) if ceiling > 0 else 0.0
+        ceiling = self.query_ceiling(plan, weights)
+        return float(max(bm25.values()) / ceiling) if ceiling > 0 else 0.0
+
+    def query_ceiling(self, plan: QueryPlan, weights: dict[str, float]) -> float:
+        """The BM25 score of a chunk holding every own token of the query and every stand-in for an absent term."""
+        absent = {via[len("lexicon:"):-len(" (absent)")] for _, via in plan.expansion_via if via.endswith("(absent)")}
+        full = {t for t, via in plan.expansion_via if via.endswith("(absent)")}
+        # an absent term's own tokens give way to their stand-ins (never both: the ceiling would count it twice)
+        gone = {t for term in absent for t in self._term_tokens(term, plan)}
+        query = {t: weights[t] for t in weights if (t in plan.tokens and t not in gone) or t in full} or weights
+        return self.backend.sparse_ceiling(query)
 
     def _translate(self, plan: QueryPlan, weights: dict[str, float], k: int, filters: Filters | None,
                    bm25: dict[str, float], chunks: dict[str, Chunk]):
         """Add dictionary translations (en -> zh) to the BM25 query and retrieve again."""
         from hanrag.search.xling import translate_query
 
-        trans = translate_query(plan.query, self.analyzer, self.cfg.search.xling_translate_weight)
+        sources: dict[str, str] = {}
+        trans = translate_query(plan.query, self.analyzer, self.cfg.search.xling_translate_weight, sources)
         trans = {t: w for t, w in trans.items() if t not in weights}
         if not trans:
             return plan, weights, bm25
@@ -365,7 +405,9 @@ class Searcher:
         new = [cid for cid in bm25 if cid not in chunks]
         if new:
             chunks.update(zip(new, self.backend.get_chunks(new), strict=True))
-        plan = dataclasses.replace(plan, expansions=plan.expansions + tuple(trans.items()))
+        plan = dataclasses.replace(plan, expansions=plan.expansions + tuple(trans.items()),
+                                   expansion_via=plan.expansion_via
+                                   + tuple((t, f"translation:{sources[t]}") for t in trans))
         return plan, weights, bm25
 
     def _cross_lingual(
@@ -397,10 +439,18 @@ class Searcher:
         def num(x: float) -> float | None:
             return None if np.isnan(x) else float(x)
 
-        tokens = set(self.analyzer.tokenize(chunk.text, chunk.lang))
+        analysis = self.analyzer.analyze(chunk.text, chunk.lang)
+        written = set(analysis.tokens)
+        tokens = written | set(analysis.readings)
         exp_tokens = {t for t, _ in plan.expansions}
         matched = tuple(t for t in weights if t in tokens and t not in exp_tokens)
         matched_exp = tuple(t for t in weights if t in tokens and t in exp_tokens)
+        via = dict(plan.expansion_via)
+
+        def how(t: str) -> str:
+            if t in exp_tokens:
+                return via.get(t, "lexicon").replace(" (absent)", "")
+            return "as written" if t in written else "reading"  # the chunk's Hanja, read in Hangul
         return Explanation(
             bm25_raw=num(fused.bm25_raw[i]),
             bm25_norm=float(fused.bm25_norm[i]) if plan.mode != "dense" else None,
@@ -417,6 +467,7 @@ class Searcher:
             matched_tokens=matched,
             matched_expansions=matched_exp,
             found_by=tuple(n for n, ok in (("bm25", by_bm25), ("dense", by_dense)) if ok),
+            matched_via=tuple((t, how(t)) for t in (*matched, *matched_exp)),
         )
 
 

@@ -7,7 +7,10 @@ word ("population", "to build") maps to the simplified Chinese headwords it
 glosses; per English word the most frequent few (jieba's word frequencies) are
 kept. The searcher adds them, tokenised by the index analyzer, to the BM25 query
 with a weight (``search.xling_translate_weight``) shared among the translations of one word — only when the
-query's own language has weak lexical evidence, so monolingual search is untouched.
+query's own language has weak lexical evidence, so monolingual search is untouched. The Hangul readings of
+the Chinese words (发明 -> 발명) are added the same way: they are the Sino-Korean words of Korean text, so
+the same bridge reaches a Korean answer. Headwords with a sense tagged derog./vulgar/slang/offensive are
+never used, and function words are never translated.
 """
 
 from __future__ import annotations
@@ -114,7 +117,8 @@ def _lookup(word: str, dictionary: dict[str, tuple[str, ...]], per_word: int = 3
     return tuple(sorted(cands, key=lambda w: (-freq.get(w, 0), cands.index(w)))[:per_word])
 
 
-def translate_query(text: str, analyzer, weight: float, sources: dict[str, str] | None = None) -> dict[str, float]:
+def translate_query(text: str, analyzer, weight: float, sources: dict[str, str] | None = None,
+                    readings: bool = True) -> dict[str, float]:
     """BM25 expansion (zh token -> weight) for the English words of ``text``; one word's translations share
     ``weight`` (so a word with many senses does not outweigh a precise one). ``sources``, when given, receives
     zh token -> the English word it translates (for ``--explain``)."""
@@ -123,15 +127,17 @@ def translate_query(text: str, analyzer, weight: float, sources: dict[str, str] 
     for word in dict.fromkeys(w.lower() for w in _EN_WORD.findall(text)):
         if word in _STOP or len(word) < 3:
             continue
-        zh = _lookup(word, dictionary)
-        # own tokens only: the Hangul readings tokenize() adds would match Korean text, not Chinese
-        toks = list(dict.fromkeys(t for w in zh for t in analyzer.analyze(w, "zh").tokens))
-        if not toks:
-            continue
-        w = weight / len(toks)
-        for t in toks:
-            if w > out.get(t, 0.0):
-                out[t] = w
-                if sources is not None:
-                    sources[t] = word
+        analyses = [analyzer.analyze(w, "zh") for w in _lookup(word, dictionary)]
+        # the Chinese words reach Chinese text; their Hangul readings reach Korean text, because Sino-Korean
+        # vocabulary is the same Hanja word (发明 -> 발명 "invention", 人口 -> 인구): each script gets the word's
+        # full weight, shared among its own forms (a chunk is written in one of them)
+        for toks, label in (([t for a in analyses for t in a.tokens], word),
+                            ([t for a in analyses for t in a.readings] if readings else [], f"{word} (reading)")):
+            toks = list(dict.fromkeys(toks))
+            for t in toks:
+                w = weight / len(toks)
+                if w > out.get(t, 0.0):
+                    out[t] = w
+                    if sources is not None:
+                        sources[t] = label
     return out

@@ -103,8 +103,10 @@
       (ex.found_by && ex.found_by.length) ? " · found by " + ex.found_by.join(" + ") : ""));
     box.append(table);
     const terms = el("div", { class: "terms" });
-    for (const t of ex.matched_tokens || []) terms.append(el("span", { class: "term term-token" }, t));
-    for (const t of ex.matched_expansions || []) terms.append(el("span", { class: "term term-expansion" }, t));
+    const via = Object.fromEntries(ex.matched_via || []);
+    const how = (t) => (via[t] ? " (" + via[t] + ")" : "");
+    for (const t of ex.matched_tokens || []) terms.append(el("span", { class: "term term-token", title: via[t] || "" }, t + how(t)));
+    for (const t of ex.matched_expansions || []) terms.append(el("span", { class: "term term-expansion", title: via[t] || "" }, t + how(t)));
     if (terms.childNodes.length) box.append(el("div", {}, "matched: ", terms));
     return box;
   }
