@@ -95,6 +95,9 @@ class EmbedderConfig:
     query_prompt: str = ""  # e.g. "query: " for E5 models under sentence-transformers
     passage_prompt: str = ""
     dtype: str = "float32"  # stored embeddings: float32 | float16
+    # run the model in a child process that is restarted when native code crashes: the one call fails,
+    # the server keeps serving (one more process holding the model; a pipe round trip per call)
+    isolate: bool = False
 
 
 @dataclass

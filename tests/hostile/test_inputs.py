@@ -204,3 +204,28 @@ def test_lock_error_hint_names_the_config_section(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "check the [embedder] config" in result.stderr
     assert "the  config" not in result.stderr
+
+
+def test_isolated_embedder_survives_a_native_crash() -> None:
+    """[embedder] isolate: the child dying mid-call (as on a native abort) fails that call only."""
+    import threading
+
+    from hanrag.config import EmbedderConfig
+    from hanrag.embed import EmbedderError, IsolatedEmbedder
+
+    emb = IsolatedEmbedder(EmbedderConfig(isolate=True))
+    try:
+        before = emb.encode_queries(["갑목 용신"])
+        first = emb.pid
+        assert first is not None
+        killer = threading.Timer(0.3, os.kill, (first, signal.SIGABRT))
+        killer.start()
+        with pytest.raises(EmbedderError, match="died"):
+            for _ in range(200):  # keep the child busy until the signal lands
+                emb.encode_passages(["甲木 用神 " * 800] * 4)
+        killer.join()
+        after = emb.encode_queries(["갑목 용신"])  # a fresh child answers
+        assert emb.pid != first
+        assert float(before[0] @ after[0]) > 0.999
+    finally:
+        emb.close()
