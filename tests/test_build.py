@@ -139,6 +139,19 @@ def test_near_duplicates_folded(tmp_path):
     assert not dups & set(ids)  # duplicates are never returned on their own
     also = b.duplicates_of(ids)
     assert any("https://mirror.example/k8s" in v or "https://kubernetes.io/docs" in v for v in also.values())
+    # a folded chunk stays reachable by its id and through its document
+    folded = sorted(dups)
+    assert [c.chunk_id for c in b.get_chunks(folded)] == folded
+    doc = b.get_chunks(folded[:1])[0].doc_id
+    assert folded[0] in {c.chunk_id for c in b.doc_chunks(doc)}
+    # the summary names the folded file and how to undo the fold
+    lines = "\n".join(report.summary_lines())
+    assert "copy.md" in lines and "dedup_exclude" in lines
+    assert report.to_dict()["dedup"]["folded"][0]["jaccard"] >= Config().index.dedup_threshold
+    # undo: the path is excluded from folding
+    cfg = Config()
+    cfg.index.dedup_exclude = ["copy.md"]
+    assert build_index(corpus, index, cfg, progress=False).dedup["duplicates"] == 0
 
 
 DRIVER = textwrap.dedent(

@@ -93,6 +93,7 @@ def test_same_document_copies_and_excluded_paths_stay():
     chunks = [_chunk(0, "a", PARA), _chunk(1, "a", PARA), _chunk(2, "b", PARA, path="mirror/b.md")]
     assert mark_duplicates(chunks).dup_of.tolist() == [-1, -1, 0]
     assert mark_duplicates(chunks, exclude=["mirror/*"]).dup_of.tolist() == [-1, -1, -1]
+    assert mark_duplicates(chunks, exclude=["a.md"]).dup_of.tolist() == [-1, -1, -1]  # nothing folds into it
 
 
 def test_better_tier_is_kept_even_when_later_and_pairs_are_reported():

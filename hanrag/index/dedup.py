@@ -132,7 +132,8 @@ def _band_buckets(sigs: np.ndarray) -> list[dict[int, list[int]]]:
 
 
 def excluded_rows(chunks: Sequence[Chunk], globs: Sequence[str]) -> np.ndarray:
-    """Rows whose path matches one of the ``[index] dedup_exclude`` globs: never folded."""
+    """Rows whose path matches one of the ``[index] dedup_exclude`` globs: never folded, and nothing folds
+    into them (the user said the file stands on its own)."""
     out = np.zeros(len(chunks), dtype=bool)
     if globs:
         for i, c in enumerate(chunks):
@@ -175,7 +176,7 @@ def mark_duplicates(
                     break
                 earlier.add(other)
         for other in sorted(earlier):  # highest priority first: fold into the most authoritative copy
-            if not kept[other] or docs[other] == docs[pos]:
+            if not kept[other] or never[other] or docs[other] == docs[pos]:
                 continue
             verified += 1
             j = jaccard(shingle_sets[pos], shingle_sets[other])
