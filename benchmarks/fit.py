@@ -1,0 +1,155 @@
+"""Fit the ``hanrag`` rule weights and the fusion method — on the tuning sets only, reported on sets they never saw.
+
+Protocol (fixed, issue 11):
+* tuning sets: the ../shared/eval sets (korquad1_ko_chunks, cmrc2018_zh_chunks, xquad_en, xquad_en2zh,
+  cranfield_en), each standalone and, with the shared queries, in the MIXED index;
+* held out: the cross-script sets in eval/ (ko2hanja, hanja2ko, ko2en_tech, en2ko_tech): never read here;
+  ``benchmarks/quality.py`` reports them with whatever this script chose.
+* what is fitted: per rule cell (the rule the query takes: weak-lexical, ko, zh, en) the dense weight
+  α ∈ {0.1 … 0.9}, and the fusion method (minmax, zscore, ceiling). Each query runs once through the product
+  path (``hanrag.build`` indexes, the searcher's own retrieve / cross-lingual / fuse stages); the normalised
+  BM25 and dense scores of every candidate are kept and re-weighted here, which is exact for the weights
+  (they change no candidate) — the lexical-evidence threshold and translation weight change candidates
+  and stay as they are.
+* reported: leave-one-set-out — for each tuning set, the weights chosen on the other sets, scored on it —
+  then the weights chosen on all tuning sets (the shipped defaults).
+
+    python benchmarks/fit.py [--max-queries N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+from collections import defaultdict
+
+import numpy as np
+from evalsets import INDEX_ROOT, MIXED_SETS, SHARED_SETS, available, build, caching_embedder, load
+
+from hanrag.api import Index
+from hanrag.config import Config
+from hanrag.search.presets import HANRAG
+from hanrag.search.searcher import StageTimes
+
+ALPHAS = tuple(round(0.1 * i, 1) for i in range(1, 10))
+FUSIONS = ("minmax", "zscore", "ceiling")
+
+
+def ndcg10(ranked: list[str], rel: dict[str, int]) -> float:
+    gains = [rel.get(d, 0) for d in ranked[:10]]
+    dcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(gains))
+    ideal = sorted(rel.values(), reverse=True)[:10]
+    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def collect(index: Index, cfg: Config, sets, emb, fusion: str) -> list[dict]:  # noqa: ANN001
+    """One record per query: its rule cell, its relevance, and (doc, bm25_norm, dense_norm) per candidate."""
+    c = copy.deepcopy(cfg)
+    c.search.fusion = fusion
+    searcher = index.searcher.__class__(index.backend, c, emb, index.analyzer, index.lexicon)
+    out = []
+    for es in sets:
+        qvecs = emb.encode_queries([q.text for q in es.queries])
+        for q, qvec in zip(es.queries, qvecs, strict=True):
+            plan, weights = searcher.planner.plan(q.text, "hybrid")
+            plan, weights = searcher._promote_absent_terms(plan, weights)
+            k = searcher._candidate_k(100)
+            cand = searcher._retrieve(q.text, plan, weights, "hybrid", k, None, qvec, StageTimes())
+            if not cand.ids:
+                continue
+            searcher._cross_lingual_stage(cand, k, None, StageTimes())
+            fused = searcher._fuse(cand, "hybrid")
+            docs = [cand.chunks[i].doc_id.partition("/")[2] for i in cand.ids]
+            out.append({"set": es.name, "cell": cand.plan.rule, "rel": es.qrels.get(q.qid, {}), "docs": docs,
+                        "bn": np.asarray(fused.bm25_norm), "dn": np.asarray(fused.dense_norm)})
+    return out
+
+
+def score(rec: dict, alpha: float) -> float:
+    fused = (1 - alpha) * rec["bn"] + alpha * rec["dn"]
+    ranked = list(dict.fromkeys(rec["docs"][i] for i in np.argsort(-fused, kind="stable")))
+    return ndcg10(ranked, rec["rel"])
+
+
+def choose(records: list[dict], cells: list[str]) -> dict[str, float]:
+    """Per cell, the α with the best mean over sets of the set's mean nDCG@10 (every set weighs the same)."""
+    best = {}
+    for cell in cells:
+        recs = [r for r in records if r["cell"] == cell]
+        if not recs:
+            continue
+
+        def objective(a: float, recs=recs) -> float:
+            per_set = defaultdict(list)
+            for r in recs:
+                per_set[r["set"]].append(score(r, a))
+            return float(np.mean([np.mean(v) for v in per_set.values()]))
+
+        best[cell] = max(ALPHAS, key=lambda a: (round(objective(a), 4), -abs(a - 0.5)))
+    return best
+
+
+SHIPPED = {r.name: r.dense for r in HANRAG}  # a cell the training sets never reach keeps the shipped weight
+
+
+def evaluate(records: list[dict], alphas: dict[str, float]) -> float:
+    if not records:
+        return float("nan")
+    return float(np.mean([score(r, alphas.get(r["cell"], SHIPPED.get(r["cell"], 0.6))) for r in records]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--max-queries", type=int, default=0)
+    ap.add_argument("--sets", nargs="*", default=None, help="tuning sets (default: every shared set)")
+    ap.add_argument("--no-mixed", action="store_true")
+    args = ap.parse_args()
+    cfg = Config()
+    emb = caching_embedder(cfg)
+    names = available(args.sets or list(SHARED_SETS))
+
+    def trimmed(es):  # noqa: ANN001, ANN202
+        return type(es)(es.name, es.docs, es.queries[: args.max_queries], es.qrels) if args.max_queries else es
+
+    shared = {n: trimmed(load(n)) for n in names}
+    indexes = []
+    for n in names:
+        build(n, [shared[n]], cfg, emb)
+        indexes.append((n, Index(INDEX_ROOT / n, cfg, embedder=emb), [shared[n]]))
+    if not args.no_mixed:
+        mixed_names = available(list(MIXED_SETS))
+        build("MIXED", [shared.get(n) or load(n) for n in mixed_names], cfg, emb)
+        emb.save()
+        mixed_idx = Index(INDEX_ROOT / "MIXED", cfg, embedder=emb)
+        indexes.append(("MIXED", mixed_idx, [shared[n] for n in names if n in MIXED_SETS]))
+
+    results = {}
+    for fusion in FUSIONS:
+        records = []
+        for where, idx, sets in indexes:
+            for r in collect(idx, cfg, sets, emb, fusion):
+                r["set"] = f"{where}:{r['set']}" if where == "MIXED" else r["set"]
+                records.append(r)
+        cells = sorted({r["cell"] for r in records})
+        # a set's queries run standalone and in MIXED: both leave together (no query is in train and test)
+        base = {r["set"]: r["set"].removeprefix("MIXED:") for r in records}
+        groups = sorted(set(base.values()))
+        print(f"\n== fusion {fusion}: {len(records)} query runs, cells {cells}")
+        held = {}
+        for g in groups:
+            train = [r for r in records if base[r["set"]] != g]
+            test = [r for r in records if base[r["set"]] == g]
+            alphas = choose(train, cells)
+            held[g] = evaluate(test, alphas)
+            print(f"  held out {g:<28} nDCG@10 {held[g]:.3f}  with α (dense weight) chosen on the rest: {alphas}")
+        final = choose(records, cells)
+        results[fusion] = (float(np.mean(list(held.values()))), final)
+        print(f"  mean held-out nDCG@10 {results[fusion][0]:.4f}; chosen on all tuning sets: {final}")
+    best = max(results, key=lambda f: results[f][0])
+    print(f"\nfusion with the best mean held-out nDCG@10: {best} {results[best]}")
+
+
+if __name__ == "__main__":
+    main()
