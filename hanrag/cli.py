@@ -99,10 +99,9 @@ def lint(
     config: ConfigOpt = None,
 ) -> None:
     """Check a corpus against the rules (source cited, size, topic separators, AI drafts). Never edits files."""
-    from hanrag.validate import prepare_corpus
-
     from hanrag.chunking import chunk_document
     from hanrag.index.build import duplicate_findings
+    from hanrag.validate import prepare_corpus
 
     cfg = load(config)
     _check_corpus_path(path)
