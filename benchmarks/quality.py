@@ -73,12 +73,14 @@ def folded_docs(index: Index) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-def evaluate(name: str, set_names: list[str], cfg: Config, emb, row_names: list[str] | None, max_q: int):  # noqa: ANN001
+def evaluate(name: str, set_names: list[str], cfg: Config, emb, row_names: list[str] | None, max_q: int,  # noqa: ANN001
+             dedup: bool = True):
     sets = [load(n) for n in set_names]
     if max_q:
         sets = [type(es)(es.name, es.docs, es.queries[:max_q], es.qrels) for es in sets]
     t = time.perf_counter()
-    report = build(name, sets, cfg, emb)
+    name = name if dedup else f"{name}-nodedup"
+    report = build(name, sets, cfg, emb, dedup=dedup)
     emb.save()
     index = Index(INDEX_ROOT / name, cfg, embedder=emb)
     res = run_ablations(index.backend, cfg, tasks(sets), embedder=emb, analyzer=index.analyzer,
@@ -105,17 +107,19 @@ def main() -> None:
     ap.add_argument("--rows", nargs="*", default=None, help="ablation rows to run (default: all)")
     ap.add_argument("--max-queries", type=int, default=0, help="first N queries per set (0 = all)")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--no-dedup", action="store_true", help="build without near-duplicate folding (to compare)")
     args = ap.parse_args()
     cfg = Config()
     emb = caching_embedder(cfg)
     names = available(args.sets or [*SHARED_SETS, *CROSS_SETS])
     standalone: dict[str, dict[str, dict[str, float]]] = {}
     for n in names:
-        for label, per in evaluate(n, [n], cfg, emb, args.rows, args.max_queries).items():
+        for label, per in evaluate(n, [n], cfg, emb, args.rows, args.max_queries, not args.no_dedup).items():
             standalone.setdefault(label, {}).update(per)
     mixed: dict[str, dict[str, dict[str, float]]] = {}
     if not args.no_mixed:
-        mixed = evaluate("MIXED", available(list(MIXED_SETS)), cfg, emb, args.rows, args.max_queries)
+        mixed = evaluate("MIXED", available(list(MIXED_SETS)), cfg, emb, args.rows, args.max_queries,
+                         not args.no_dedup)
     for metric in ("ndcg@10", "mrr@10"):
         print(table("standalone", standalone, metric))
         if mixed:

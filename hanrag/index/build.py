@@ -441,6 +441,8 @@ def build_from_chunks(
                              "max_tokens": int(embedder.max_tokens)},
                 "analyzer": analyzer_identity,
                 "counts": counts,
+                # chunks per language: the searcher's per-language dense stage visits only languages present
+                "langs": {lang: sum(1 for c in chunks if c.lang == lang) for lang in sorted({c.lang for c in chunks})},
                 "tokens": tok,
                 "dedup": dedup_info,
                 "warnings": warnings,
