@@ -133,3 +133,18 @@ def test_is_question():
     assert is_question("北京是什么", "zh")
     assert is_question("What is BM25", "en")
     assert not is_question("kubernetes pod restart", "en")
+
+
+def test_ceiling_fusion_is_absolute_not_stretched():
+    """BM25 over the query's ceiling keeps its meaning on any candidate set: a chunk matching a fifth of the
+    query stays at .2 even when it is the best candidate (min-max would make it 1)."""
+    import numpy as np
+
+    from hanrag.search.fusion import ceiling_scale, fuse
+
+    bm25 = np.array([2.0, 1.0, np.nan])
+    assert ceiling_scale(bm25, 10.0).tolist() == [0.2, 0.1, 0.0]
+    assert ceiling_scale(np.array([12.0]), 10.0).tolist() == [1.0]  # translations can exceed it: clipped
+    assert ceiling_scale(bm25, 0.0).tolist() == [0.0, 0.0, 0.0]
+    f = fuse(["a", "b", "c"], bm25, np.array([0.80, 0.84, 0.82]), 0.5, 0.5, "ceiling", bm25_ceiling=10.0)
+    assert f.bm25_norm.tolist() == [0.2, 0.1, 0.0] and f.dense_norm.max() == 1.0
