@@ -247,6 +247,8 @@ def run_http(texts: list[str]) -> dict:
             modes = ["bm25", "dense", "hybrid"]
             for i, text in enumerate(texts):
                 tried += 1
+                if tried % 1000 == 0:
+                    print(f"    http: {tried:,} requests sent", file=sys.stderr, flush=True)
                 body = json.dumps({"query": text, "top_k": 5, "mode": modes[i % 3]})  # surrogates as \ud8xx escapes
                 try:
                     r = client.post(f"{url}/search", content=body, headers={"content-type": "application/json"})
