@@ -278,6 +278,10 @@ class Searcher:
                                                                  cand.chunks)
             cand.ids = list(dict.fromkeys([*cand.ids, *cand.bm25]))
             times.bm25 += time.perf_counter() - t
+            # translations that match are lexical evidence too: the rule is chosen again on the query as run
+            after = self.translated_evidence(cand.plan, cand.weights, cand.bm25)
+            if after >= sc.xling_min_evidence:
+                cand.plan = dataclasses.replace(self.planner.replan(cand.plan, False), lexical_evidence=round(after, 4))
         if weak and sc.xling_calibration == "center" and cand.qvec is not None:
             t = time.perf_counter()
             cand.offsets = self._cross_lingual(cand.qvec, k, filters, cand.plan.lang, cand.dense, cand.chunks)
@@ -379,6 +383,20 @@ class Searcher:
         if not bm25:
             return 0.0
         ceiling = self.query_ceiling(plan, weights)
+        return float(max(bm25.values()) / ceiling) if ceiling > 0 else 0.0
+
+    def translated_evidence(self, plan: QueryPlan, weights: dict[str, float], bm25: dict[str, float]) -> float:
+        """Lexical evidence once translations ran: the best BM25 over the larger of two ceilings — the query
+        in its own words, or in translation. A translated word is matched by one of its translations in one
+        script (发明 or its reading 발명), so it counts with its best translation the index holds, not the sum."""
+        if not bm25:
+            return 0.0
+        best: dict[str, float] = {}
+        for tok, via in plan.expansion_via:
+            if via.startswith("translation:") and tok in weights and self.backend.sparse_search({tok: 1.0}, 1):
+                word = via[len("translation:"):].removesuffix(" (reading)")
+                best[word] = max(best.get(word, 0.0), self.backend.sparse_ceiling({tok: weights[tok]}))
+        ceiling = max(self.query_ceiling(plan, weights), sum(best.values()))
         return float(max(bm25.values()) / ceiling) if ceiling > 0 else 0.0
 
     def query_ceiling(self, plan: QueryPlan, weights: dict[str, float]) -> float:
