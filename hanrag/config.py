@@ -127,6 +127,9 @@ class RuleConfig:
     # only after BM25 ran: True = the query's own language has weak lexical evidence
     # (search.xling_min_evidence, see SearchConfig); rules with this set are skipped before
     weak_lexical: bool | None = None
+    # only after translation ran (weak English query): True = its dictionary translations carry the lexical
+    # evidence its own words lack; rules with this set are skipped otherwise
+    translated: bool | None = None
 
 
 @dataclass

@@ -49,7 +49,8 @@ class QueryFeatures:
     question: bool
 
 
-def rule_matches(rule: RuleConfig, f: QueryFeatures, weak_lexical: bool | None = None) -> bool:
+def rule_matches(rule: RuleConfig, f: QueryFeatures, weak_lexical: bool | None = None,
+                 translated: bool | None = None) -> bool:
     """All of a rule's set conditions hold (None = condition not used).
 
     ``min_hanja_ratio`` is strict (ratio > value, as in "Hanja ratio > 0.3");
@@ -70,15 +71,18 @@ def rule_matches(rule: RuleConfig, f: QueryFeatures, weak_lexical: bool | None =
         return False
     if rule.weak_lexical is not None and (weak_lexical is None or rule.weak_lexical != weak_lexical):
         return False
+    if rule.translated is not None and (translated is None or rule.translated != translated):
+        return False
     return True
 
 
 _FALLBACK = RuleConfig(name="fallback", bm25=0.4, dense=0.6)
 
 
-def select_rule(rules: Sequence[RuleConfig], f: QueryFeatures, weak_lexical: bool | None = None) -> RuleConfig:
+def select_rule(rules: Sequence[RuleConfig], f: QueryFeatures, weak_lexical: bool | None = None,
+                translated: bool | None = None) -> RuleConfig:
     for rule in rules:
-        if rule_matches(rule, f, weak_lexical):
+        if rule_matches(rule, f, weak_lexical, translated):
             return rule
     return _FALLBACK
 
@@ -140,12 +144,13 @@ class QueryPlanner:
         )
         return plan, dict(qt.weights)
 
-    def replan(self, plan: QueryPlan, weak_lexical: bool) -> QueryPlan:
-        """Re-select the rule once the lexical evidence is known (hybrid only)."""
+    def replan(self, plan: QueryPlan, weak_lexical: bool, translated: bool | None = None) -> QueryPlan:
+        """Re-select the rule once the lexical evidence (and, after translation, the translated one) is known
+        (hybrid only)."""
         if plan.mode != "hybrid":
             return plan
         feats = self.features(plan.query, plan.lang, plan.hanja_ratio, plan.terms)
-        rule = select_rule(self.rules, feats, weak_lexical)
+        rule = select_rule(self.rules, feats, weak_lexical, translated)
         return dataclasses.replace(plan, bm25_weight=rule.bm25, dense_weight=rule.dense, rule=rule.name)
 
 

@@ -281,7 +281,8 @@ class Searcher:
             # translations that match are lexical evidence too: the rule is chosen again on the query as run
             after = self.translated_evidence(cand.plan, cand.weights, cand.bm25)
             if after >= sc.xling_min_evidence:
-                cand.plan = dataclasses.replace(self.planner.replan(cand.plan, False), lexical_evidence=round(after, 4))
+                cand.plan = dataclasses.replace(self.planner.replan(cand.plan, True, translated=True),
+                                                lexical_evidence=round(after, 4))
         if weak and sc.xling_calibration == "center" and cand.qvec is not None:
             t = time.perf_counter()
             cand.offsets = self._cross_lingual(cand.qvec, k, filters, cand.plan.lang, cand.dense, cand.chunks)
