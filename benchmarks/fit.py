@@ -6,7 +6,7 @@ Protocol (fixed, issue 11):
 * held out: the cross-script sets in eval/ (ko2hanja, hanja2ko, ko2en_tech, en2ko_tech): never read here;
   ``benchmarks/quality.py`` reports them with whatever this script chose.
 * what is fitted: per rule cell (the rule the query takes: weak-lexical, ko, zh, en) the dense weight
-  α ∈ {0.1 … 0.9}, and the fusion method (minmax, zscore, ceiling). Each query runs once through the product
+  α ∈ {0.1 … 0.9}, and the fusion method (minmax, calibrated, zscore, ceiling). Each query runs once through the product
   path (``hanrag.build`` indexes, the searcher's own retrieve / cross-lingual / fuse stages); the normalised
   BM25 and dense scores of every candidate are kept and re-weighted here, which is exact for the weights
   (they change no candidate) — the lexical-evidence threshold and translation weight change candidates
@@ -33,7 +33,7 @@ from hanrag.search.presets import HANRAG
 from hanrag.search.searcher import StageTimes
 
 ALPHAS = tuple(round(0.1 * i, 1) for i in range(1, 10))
-FUSIONS = ("minmax", "zscore", "ceiling")
+FUSIONS = ("minmax", "calibrated", "zscore", "ceiling")
 
 
 def ndcg10(ranked: list[str], rel: dict[str, int]) -> float:

@@ -59,6 +59,7 @@ def rows(cfg: Config, names: list[str] | None) -> dict[str, tuple[str, Config]]:
         "zscore": ("hybrid", v(fusion="zscore")),
         "rrf k=60": ("hybrid", v(fusion="rrf", rrf_k=60.0)),
         "ceiling": ("hybrid", v(fusion="ceiling")),
+        "calibrated": ("hybrid", v(fusion="calibrated")),
         "hanrag default": ("hybrid", v()),
     }
     return {k: val for k, val in out.items() if not names or k in names}

@@ -143,7 +143,9 @@ class RerankConfig:
 
 @dataclass
 class SearchConfig:
-    fusion: str = "minmax"  # "minmax" | "zscore" | "rrf" | "ceiling" (BM25 over the query ceiling, dense min-max)
+    # "minmax" | "zscore" | "rrf" | "ceiling" (BM25 over the query ceiling, dense min-max) | "calibrated" (BM25
+    # min-max, dense above the query's mean cosine to the corpus)
+    fusion: str = "minmax"
     rrf_k: float = 2.0
     candidates: int = 0  # 0 = max(20, 4 * top_k)
     fill_missing: bool = True
@@ -527,7 +529,7 @@ CHECKS: dict[str, Check] = {
     "embedder.dtype": _enum("float32", "float16"),
     "index.keep_snapshots": _rng(1),
     "index.dedup_threshold": _rng(0, 1, lo_open=True),
-    "search.fusion": _enum("minmax", "zscore", "rrf", "ceiling"),
+    "search.fusion": _enum("minmax", "zscore", "rrf", "ceiling", "calibrated"),
     "search.rrf_k": _rng(0, lo_open=True),
     "search.candidates": _rng(0),
     "search.preset": _enum("hanrag", "reference", "custom"),

@@ -148,3 +148,14 @@ def test_ceiling_fusion_is_absolute_not_stretched():
     assert ceiling_scale(bm25, 0.0).tolist() == [0.0, 0.0, 0.0]
     f = fuse(["a", "b", "c"], bm25, np.array([0.80, 0.84, 0.82]), 0.5, 0.5, "ceiling", bm25_ceiling=10.0)
     assert f.bm25_norm.tolist() == [0.2, 0.1, 0.0] and f.dense_norm.max() == 1.0
+
+
+def test_calibrated_cosine_keeps_small_gaps_small():
+    """Dense above the query's corpus background, on an absolute scale: a .03 gap stays a .1 gap."""
+    import numpy as np
+
+    from hanrag.search.fusion import calibrated_cosine
+
+    out = calibrated_cosine(np.array([0.81, 0.78, 0.60, np.nan]), 0.70)
+    assert out.round(3).tolist() == [0.367, 0.267, 0.0, 0.0]
+    assert calibrated_cosine(np.array([0.81, 0.78]), None).tolist() == [1.0, 0.0]  # no background: min-max

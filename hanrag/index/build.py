@@ -443,6 +443,9 @@ def build_from_chunks(
                 "counts": counts,
                 # chunks per language: the searcher's per-language dense stage visits only languages present
                 "langs": {lang: sum(1 for c in chunks if c.lang == lang) for lang in sorted({c.lang for c in chunks})},
+                # mean chunk vector: q · mean = the query's mean cosine to the corpus, the background the
+                # "calibrated" fusion measures dense scores from
+                "dense_mean": [round(float(x), 6) for x in vectors.mean(axis=0)] if len(chunks) else None,
                 "tokens": tok,
                 "dedup": dedup_info,
                 "warnings": warnings,

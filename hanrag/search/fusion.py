@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FUSIONS = ("minmax", "zscore", "rrf", "ceiling")
+FUSIONS = ("minmax", "zscore", "rrf", "ceiling", "calibrated")
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,16 @@ def ceiling_scale(scores: np.ndarray, ceiling: float) -> np.ndarray:
     return np.clip(np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=0.0) / ceiling, 0.0, 1.0)
 
 
+def calibrated_cosine(scores: np.ndarray, background: float | None) -> np.ndarray:
+    """Dense scores as the distance above the query's background cosine (its mean cosine to the whole corpus)
+    towards 1, clipped to [0, 1]; unknown -> 0. Absolute, unlike min-max: a .03 cosine gap between the best
+    candidates stays a small gap instead of becoming the whole 0-1 range. Min-max when no background is known."""
+    if background is None or not np.isfinite(background) or background >= 1.0:
+        return minmax(scores)
+    vals = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=background)
+    return np.clip((vals - background) / (1.0 - background), 0.0, 1.0)
+
+
 def fuse(
     ids: list[str] | tuple[str, ...],
     bm25: np.ndarray,
@@ -101,10 +111,12 @@ def fuse(
     method: str = "minmax",
     rrf_k: float = 2.0,
     bm25_ceiling: float = 0.0,
+    dense_background: float | None = None,
 ) -> Fused:
     """Combine aligned raw score arrays (NaN = retriever gave no score) into one fused score.
 
-    ``ceiling``: BM25 over the query's ceiling (``bm25_ceiling``, :func:`ceiling_scale`), dense min-max."""
+    ``ceiling``: BM25 over the query's ceiling (``bm25_ceiling``, :func:`ceiling_scale`), dense min-max.
+    ``calibrated``: BM25 min-max, dense above the query's corpus background (:func:`calibrated_cosine`)."""
     if method not in FUSIONS:
         raise ValueError(f"unknown fusion {method!r}; expected one of {', '.join(FUSIONS)}")
     if rrf_k <= 0 and method == "rrf":
@@ -119,6 +131,8 @@ def fuse(
         bn, dn = zscore(bm25), zscore(dense)
     elif method == "ceiling":
         bn, dn = ceiling_scale(bm25, bm25_ceiling), minmax(dense)
+    elif method == "calibrated":
+        bn, dn = minmax(bm25), calibrated_cosine(dense, dense_background)
     else:
         bn, dn = rrf_ranks(bm25, rrf_k), rrf_ranks(dense, rrf_k)
     fused = bm25_weight * bn + dense_weight * dn

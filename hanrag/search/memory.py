@@ -59,7 +59,8 @@ class MemoryBackend:
         langs: dict[str, int] = {}
         for c in self.chunks:
             langs[c.lang] = langs.get(c.lang, 0) + 1
-        self._manifest = {"backend": "memory", "chunks": n, "langs": langs, **(manifest or {})}
+        self._manifest = {"backend": "memory", "chunks": n, "langs": langs,
+                          "dense_mean": self.vectors.mean(axis=0).tolist() if n else None, **(manifest or {})}
         self._mask_cache: dict[Filters, np.ndarray] = {}
 
     # -- protocol -----------------------------------------------------------------------------------

@@ -312,8 +312,9 @@ class Searcher:
             d_arr = d_arr - np.array([cand.offsets.get(cand.chunks[c].lang, 0.0) for c in cand.ids])
         if mode == "hybrid":
             ceiling = self.query_ceiling(cand.plan, cand.weights) if sc.fusion == "ceiling" else 0.0
+            background = self.dense_background(cand.qvec) if sc.fusion == "calibrated" else None
             return fuse(cand.ids, b_arr, d_arr, cand.plan.bm25_weight, cand.plan.dense_weight, sc.fusion, sc.rrf_k,
-                        ceiling)
+                        ceiling, background)
         raw = b_arr if mode == "bm25" else d_arr
         return Fused(tuple(cand.ids), b_arr, d_arr, np.nan_to_num(b_arr), np.nan_to_num(d_arr),
                      np.nan_to_num(raw, nan=-np.inf), mode)
@@ -399,6 +400,13 @@ class Searcher:
                 best[word] = max(best.get(word, 0.0), self.backend.sparse_ceiling({tok: weights[tok]}))
         ceiling = max(self.query_ceiling(plan, weights), sum(best.values()))
         return float(max(bm25.values()) / ceiling) if ceiling > 0 else 0.0
+
+    def dense_background(self, qvec: np.ndarray | None) -> float | None:
+        """The query's mean cosine to every chunk (q · the manifest's mean vector); None when unknown."""
+        mean = (self.backend.manifest() or {}).get("dense_mean")
+        if qvec is None or not mean or len(mean) != len(qvec):
+            return None
+        return float(np.dot(np.asarray(mean, dtype=np.float64), np.asarray(qvec, dtype=np.float64)))
 
     def query_ceiling(self, plan: QueryPlan, weights: dict[str, float]) -> float:
         """The BM25 score of a chunk holding every own token of the query and every stand-in for an absent term."""
