@@ -77,8 +77,9 @@ def folded_docs(index: Index) -> dict[str, tuple[str, ...]]:
 def evaluate(name: str, set_names: list[str], cfg: Config, emb, row_names: list[str] | None, max_q: int,  # noqa: ANN001
              dedup: bool = True):
     sets = [load(n) for n in set_names]
-    if max_q:
-        sets = [type(es)(es.name, es.docs, es.queries[:max_q], es.qrels) for es in sets]
+    if max_q:  # the first N queries, and only their judgments (an unrun judged query would count as 0)
+        sets = [type(es)(es.name, es.docs, es.queries[:max_q],
+                         {q.qid: es.qrels[q.qid] for q in es.queries[:max_q]}) for es in sets]
     t = time.perf_counter()
     name = name if dedup else f"{name}-nodedup"
     report = build(name, sets, cfg, emb, dedup=dedup)
@@ -112,7 +113,7 @@ def main() -> None:
     args = ap.parse_args()
     cfg = Config()
     emb = caching_embedder(cfg)
-    names = available(args.sets or [*SHARED_SETS, *CROSS_SETS])
+    names = available([*SHARED_SETS, *CROSS_SETS] if args.sets is None else args.sets)
     standalone: dict[str, dict[str, dict[str, float]]] = {}
     for n in names:
         for label, per in evaluate(n, [n], cfg, emb, args.rows, args.max_queries, not args.no_dedup).items():

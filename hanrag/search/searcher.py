@@ -263,16 +263,18 @@ class Searcher:
         return _Candidates(plan, weights, qvec, bm25, dense, ids, chunks)
 
     def _cross_lingual_stage(self, cand: _Candidates, k: int, filters: Filters | None, times: StageTimes) -> None:
-        """The query's own language has weak lexical evidence -> let other languages compete.
-
-        Re-selects the plan, and when weak, adds dictionary translations (time counted as BM25) and
-        centres each language's dense pool (time counted as dense). Updates ``cand`` in place.
+        """Re-selects the rule on the lexical evidence in any script; when the query's own language has weak
+        lexical evidence, lets other languages compete: dictionary translations for English queries (time
+        counted as BM25) and each language's dense pool centred (time counted as dense). Updates ``cand``
+        in place.
         """
         sc = self.cfg.search
         evidence = self.lexical_evidence(cand.plan, cand.weights, cand.bm25, cand.chunks)
-        weak = evidence < sc.xling_min_evidence
+        weak = evidence < sc.xling_min_evidence  # in any script: decides the weights
+        own = self.lexical_evidence(cand.plan, cand.weights, cand.bm25, cand.chunks, lang=cand.plan.lang)
+        compete = own < sc.xling_min_evidence  # in the query's own language: other languages compete
         cand.plan = dataclasses.replace(self.planner.replan(cand.plan, weak), lexical_evidence=round(evidence, 4))
-        if weak and cand.plan.lang == "en" and sc.xling_translate_weight > 0:
+        if compete and cand.plan.lang == "en" and sc.xling_translate_weight > 0:
             t = time.perf_counter()
             cand.plan, cand.weights, cand.bm25 = self._translate(cand.plan, cand.weights, k, filters, cand.bm25,
                                                                  cand.chunks)
@@ -280,10 +282,10 @@ class Searcher:
             times.bm25 += time.perf_counter() - t
             # translations that match are lexical evidence too: the rule is chosen again on the query as run
             after = self.translated_evidence(cand.plan, cand.weights, cand.bm25)
-            if after >= sc.xling_min_evidence:
+            if weak and after >= sc.xling_min_evidence:
                 cand.plan = dataclasses.replace(self.planner.replan(cand.plan, True, translated=True),
                                                 lexical_evidence=round(after, 4))
-        if weak and sc.xling_calibration == "center" and cand.qvec is not None:
+        if compete and sc.xling_calibration == "center" and cand.qvec is not None:
             t = time.perf_counter()
             cand.offsets = self._cross_lingual(cand.qvec, k, filters, cand.plan.lang, cand.dense, cand.chunks)
             cand.ids = list(dict.fromkeys([*cand.ids, *cand.dense]))
@@ -372,20 +374,23 @@ class Searcher:
         return hits
 
     def lexical_evidence(self, plan: QueryPlan, weights: dict[str, float], bm25: dict[str, float],
-                         chunks: dict[str, Chunk]) -> float:
+                         chunks: dict[str, Chunk], lang: str | None = None) -> float:
         """How much of the query the best chunk matches lexically: its BM25 score over the query's ceiling
         (:meth:`IndexBackend.sparse_ceiling`), 0 without any match.
 
-        Any chunk, in any script: a Korean query that matches a Hanja passage through its readings
-        (갑목 = 甲木) or an English runbook through the lexicon has lexical evidence. A ratio, not a raw
-        score: BM25 grows with idf, i.e. with corpus size. The ceiling holds the query's own tokens and
-        the equivalents standing in for absent terms (full weight); other expansions count in the score
-        only, so an expansion match adds evidence but its absence costs none.
+        Any chunk, in any script (``lang`` None): a Korean query that matches a Hanja passage through its
+        readings (갑목 = 甲木) or an English runbook through the lexicon has lexical evidence — this decides
+        the weights. With ``lang``, only chunks in that language: weak same-language evidence is what lets
+        other languages compete (per-language dense pools, translations). A ratio, not a raw score: BM25
+        grows with idf, i.e. with corpus size. The ceiling holds the query's own tokens and the equivalents
+        standing in for absent terms (full weight); other expansions count in the score only, so an
+        expansion match adds evidence but its absence costs none.
         """
-        if not bm25:
+        scores = [s for cid, s in bm25.items() if lang is None or chunks[cid].lang == lang]
+        if not scores:
             return 0.0
         ceiling = self.query_ceiling(plan, weights)
-        return float(max(bm25.values()) / ceiling) if ceiling > 0 else 0.0
+        return float(max(scores) / ceiling) if ceiling > 0 else 0.0
 
     def translated_evidence(self, plan: QueryPlan, weights: dict[str, float], bm25: dict[str, float]) -> float:
         """Lexical evidence once translations ran: the best BM25 over the larger of two ceilings — the query
