@@ -18,7 +18,6 @@ held out. Vectors come from the machine-wide cache (``benchmarks/embed_eval_cach
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import sys
 import time
@@ -39,30 +38,18 @@ from evalsets import (
 
 from hanrag.api import Index
 from hanrag.config import Config
-from hanrag.eval import run_ablations
+from hanrag.eval import ablation_configs, run_ablations
 
 METRICS = ("ndcg@10", "mrr@10", "recall@10")
 
 
-def rows(cfg: Config, names: list[str] | None) -> dict[str, tuple[str, Config]]:
-    def v(**changes) -> Config:  # noqa: ANN003
-        c = copy.deepcopy(cfg)
-        c.search.rerank.model = ""
-        for key, value in changes.items():
-            setattr(c.search, key, value)
-        return c
+DEFAULT_ROWS = ("bm25", "dense", "minmax", "zscore", "rrf k=60", "ceiling", "calibrated", "hanrag default")
 
-    out = {
-        "bm25": ("bm25", v()),
-        "dense": ("dense", v()),
-        "minmax": ("hybrid", v(fusion="minmax")),
-        "zscore": ("hybrid", v(fusion="zscore")),
-        "rrf k=60": ("hybrid", v(fusion="rrf", rrf_k=60.0)),
-        "ceiling": ("hybrid", v(fusion="ceiling")),
-        "calibrated": ("hybrid", v(fusion="calibrated")),
-        "hanrag default": ("hybrid", v()),
-    }
-    return {k: val for k, val in out.items() if not names or k in names}
+
+def rows(cfg: Config, names: list[str] | None) -> dict[str, tuple[str, Config]]:
+    """The ablation rows of ``hanrag eval`` (:func:`hanrag.eval.ablation_configs`) named here."""
+    table = ablation_configs(cfg)
+    return {k: table[k] for k in (names or DEFAULT_ROWS) if k in table}
 
 
 def folded_docs(index: Index) -> dict[str, tuple[str, ...]]:

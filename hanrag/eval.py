@@ -119,7 +119,7 @@ def evaluate_run(
 def ablation_configs(cfg) -> dict:  # noqa: ANN001 - Config
     """name -> (mode, Config): one run per pipeline stage, all from the user's config.
 
-    bm25 and dense alone, each fusion (min-max, z-score, RRF k=60 and k=2), the reference
+    bm25 and dense alone, each fusion (min-max, z-score, RRF k=60 and k=2, ceiling, calibrated), the reference
     rule preset, the hanrag default, without fill / diversity / cross-lingual, and
     +rerank when ``search.rerank.model`` is set (every other row runs without it).
     """
@@ -141,6 +141,8 @@ def ablation_configs(cfg) -> dict:  # noqa: ANN001 - Config
         "zscore": ("hybrid", v(fusion="zscore")),
         "rrf k=60": ("hybrid", v(fusion="rrf", rrf_k=60.0)),
         "rrf k=2": ("hybrid", v(fusion="rrf", rrf_k=2.0)),
+        "ceiling": ("hybrid", v(fusion="ceiling")),
+        "calibrated": ("hybrid", v(fusion="calibrated")),
         "reference preset": ("hybrid", v(preset="reference", cross_lingual=False)),
         "no fill (zero)": ("hybrid", v(fill_missing=False)),
         "no diversity": ("hybrid", v(diversity=False)),
