@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import gzip
 import importlib.util
+import logging
 import os
 import re
 
@@ -47,6 +48,7 @@ def en_zh_dictionary(per_word: int = 3) -> dict[str, tuple[str, ...]]:
         return {}
     import jieba
 
+    jieba.setLogLevel(logging.WARNING)  # its "Building prefix dict" banner is not for hanrag's users
     jieba.initialize()
     freq = jieba.dt.FREQ
     cands: dict[str, set[str]] = {}
