@@ -2,7 +2,8 @@
 
 Protocol (fixed, issue 11):
 * tuning sets: the ../shared/eval sets (korquad1_ko_chunks, cmrc2018_zh_chunks, xquad_en, xquad_en2zh,
-  cranfield_en), each standalone and, with the shared queries, in the MIXED index;
+  cranfield_en), each standalone and, with the shared queries, in the MIXED index; and the cross-script
+  tuning set eval/tune_ko2zpzq standalone (Korean queries over 子平真诠评注, ``evalsets.TUNE_SETS``);
 * held out: the cross-script sets in eval/ (ko2hanja, hanja2ko, ko2en_tech, en2ko_tech): never read here;
   ``benchmarks/quality.py`` reports them with whatever this script chose.
 * what is fitted: per rule cell (the rule the query takes: weak-lexical, ko, zh, en) the dense weight
@@ -25,7 +26,7 @@ import math
 from collections import defaultdict
 
 import numpy as np
-from evalsets import INDEX_ROOT, MIXED_SETS, SHARED_SETS, available, build, caching_embedder, load
+from evalsets import INDEX_ROOT, MIXED_SETS, SHARED_SETS, TUNE_SETS, available, build, caching_embedder, load
 
 from hanrag.api import Index
 from hanrag.config import Config
@@ -108,7 +109,7 @@ def main() -> None:
     args = ap.parse_args()
     cfg = Config()
     emb = caching_embedder(cfg)
-    names = available(args.sets or list(SHARED_SETS))
+    names = available(args.sets or [*SHARED_SETS, *TUNE_SETS])
 
     def trimmed(es):  # noqa: ANN001, ANN202
         return type(es)(es.name, es.docs, es.queries[: args.max_queries], es.qrels) if args.max_queries else es

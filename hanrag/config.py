@@ -143,9 +143,10 @@ class RerankConfig:
 
 @dataclass
 class SearchConfig:
-    # "minmax" | "zscore" | "rrf" | "ceiling" (BM25 over the query ceiling, dense min-max) | "calibrated" (BM25
-    # min-max, dense above the query's mean cosine to the corpus)
-    fusion: str = "minmax"
+    # "calibrated" (BM25 min-max, dense above the query's mean cosine to the corpus: chosen by benchmarks/fit.py)
+    # | "minmax" | "zscore" | "rrf" | "ceiling" (BM25 over the query ceiling, dense min-max). The preset weights
+    # are fitted for "calibrated": another fusion wants its own rules (search.preset = "custom")
+    fusion: str = "calibrated"
     rrf_k: float = 2.0
     candidates: int = 0  # 0 = max(20, 4 * top_k)
     fill_missing: bool = True

@@ -72,7 +72,7 @@ def test_hybrid_explain_consistent_and_filled(parts, embedder):
     check_consistent(hits)
     top = hits[0].explanation
     assert top.bm25_raw is not None and top.dense_raw is not None  # filled: both scores known
-    assert top.fusion == "minmax" and top.rule and top.found_by
+    assert top.fusion == Config().search.fusion == "calibrated" and top.rule and top.found_by
     assert "pod" in top.matched_tokens and any(t.startswith("kubernet") for t in top.matched_tokens)
     for h in hits:
         e = h.explanation

@@ -119,6 +119,7 @@ class Searcher:
         self.planner = QueryPlanner(cfg, analyzer, lexicon)
         self._reranker = reranker
         self._index_langs: tuple[str, ...] | None = None
+        self._dense_mean: np.ndarray | None = None
 
     # -- pieces -------------------------------------------------------------------------------------
     @property
@@ -407,11 +408,14 @@ class Searcher:
         return float(max(bm25.values()) / ceiling) if ceiling > 0 else 0.0
 
     def dense_background(self, qvec: np.ndarray | None) -> float | None:
-        """The query's mean cosine to every chunk (q · the manifest's mean vector); None when unknown."""
-        mean = (self.backend.manifest() or {}).get("dense_mean")
-        if qvec is None or not mean or len(mean) != len(qvec):
+        """The query's mean cosine to every chunk (q · the manifest's mean vector); None when unknown
+        (an index built before the manifest carried it: dense falls back to min-max)."""
+        if self._dense_mean is None:  # read once: a searcher serves one snapshot (a reload makes a new one)
+            mean = (self.backend.manifest() or {}).get("dense_mean")
+            self._dense_mean = np.asarray(mean, dtype=np.float64) if mean else np.zeros(0)
+        if qvec is None or self._dense_mean.size != np.asarray(qvec).size:
             return None
-        return float(np.dot(np.asarray(mean, dtype=np.float64), np.asarray(qvec, dtype=np.float64)))
+        return float(np.dot(self._dense_mean, np.asarray(qvec, dtype=np.float64).reshape(-1)))
 
     def query_ceiling(self, plan: QueryPlan, weights: dict[str, float]) -> float:
         """The BM25 score of a chunk holding every own token of the query and every stand-in for an absent term."""
