@@ -8,7 +8,7 @@ Protocol (fixed, issue 11):
   ``benchmarks/quality.py`` reports them with whatever this script chose.
 * what is fitted: per rule cell (the rule the query takes: weak-lexical, ko, zh, en) the dense weight
   α ∈ {0.1 … 0.9}, and the fusion method (minmax, calibrated, zscore, ceiling). Each query runs once through the product
-  path (``hanrag.build`` indexes, the searcher's own retrieve / cross-lingual / fuse stages); the normalised
+  path (``hanrag.build`` indexes, :meth:`Searcher.fused_candidates`, the pipeline up to rerank); the normalised
   BM25 and dense scores of every candidate are kept and re-weighted here, which is exact for the weights
   (they change no candidate) — the lexical-evidence threshold and translation weight change candidates
   and stay as they are.
@@ -31,7 +31,7 @@ from evalsets import INDEX_ROOT, MIXED_SETS, SHARED_SETS, TUNE_SETS, available, 
 from hanrag.api import Index
 from hanrag.config import Config
 from hanrag.search.presets import HANRAG
-from hanrag.search.searcher import StageTimes
+from hanrag.search.searcher import Searcher
 
 ALPHAS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 FUSIONS = ("minmax", "calibrated", "zscore", "ceiling")
@@ -49,19 +49,14 @@ def collect(index: Index, cfg: Config, sets, emb, fusion: str) -> list[dict]:  #
     """One record per query: its rule cell, its relevance, and (doc, bm25_norm, dense_norm) per candidate."""
     c = copy.deepcopy(cfg)
     c.search.fusion = fusion
-    searcher = index.searcher.__class__(index.backend, c, emb, index.analyzer, index.lexicon)
+    searcher = Searcher(index.backend, c, emb, index.analyzer, index.lexicon)
     out = []
     for es in sets:
         qvecs = emb.encode_queries([q.text for q in es.queries])
         for q, qvec in zip(es.queries, qvecs, strict=True):
-            plan, weights = searcher.planner.plan(q.text, "hybrid")
-            plan, weights = searcher._promote_absent_terms(plan, weights)
-            k = searcher._candidate_k(100)
-            cand = searcher._retrieve(q.text, plan, weights, "hybrid", k, None, qvec, StageTimes())
-            if not cand.ids:
+            cand, fused = searcher.fused_candidates(q.text, 100, "hybrid", qvec=qvec)
+            if fused is None:
                 continue
-            searcher._cross_lingual_stage(cand, k, None, StageTimes())
-            fused = searcher._fuse(cand, "hybrid")
             docs = [cand.chunks[i].doc_id.partition("/")[2] for i in cand.ids]
             out.append({"set": es.name, "cell": cand.plan.rule, "rel": es.qrels.get(q.qid, {}), "docs": docs,
                         "bn": np.asarray(fused.bm25_norm), "dn": np.asarray(fused.dense_norm)})

@@ -182,29 +182,39 @@ class Searcher:
             filters = None
         times = StageTimes()
         t0 = time.perf_counter()
-        plan, weights = self.planner.plan(query, mode)
-        if mode != "dense":
-            plan, weights = self._promote_absent_terms(plan, weights)
-        times.plan = time.perf_counter() - t0
-        k = self._candidate_k(top_k)
-
-        cand = self._retrieve(query, plan, weights, mode, k, filters, qvec, times)
-        if not cand.ids:
+        cand, fused = self.fused_candidates(query, top_k, mode, filters, qvec, times)
+        if fused is None:
             times.total = time.perf_counter() - t0
-            return SearchResult(plan, [], times)
-        if mode == "hybrid" and self.cfg.search.cross_lingual:
-            self._cross_lingual_stage(cand, k, filters, times)
-
-        t = time.perf_counter()
-        fused = self._fuse(cand, mode)
+            return SearchResult(cand.plan, [], times)
         order = [int(i) for i in fused.order()]
-        times.fusion = time.perf_counter() - t
-
         ranking = self._rerank(query, cand, fused, order, top_k, times)
         ranking = self._diversify(cand, ranking)
         hits = self._hits(cand, fused, ranking, top_k, explain)
         times.total = time.perf_counter() - t0
         return SearchResult(cand.plan, hits, times)
+
+    def fused_candidates(self, query: str, top_k: int = 10, mode: str = "hybrid", filters: Filters | None = None,
+                         qvec: np.ndarray | None = None, times: StageTimes | None = None,
+                         ) -> tuple[_Candidates, Fused | None]:
+        """Plan, retrieve, the cross-lingual stage and fusion — the pipeline up to rerank. ``fused`` is None
+        when nothing was retrieved. :meth:`run` continues from here; ``benchmarks/fit.py`` re-weights the
+        fused candidates' normalised scores."""
+        times = times if times is not None else StageTimes()
+        t0 = time.perf_counter()
+        plan, weights = self.planner.plan(query, mode)
+        if mode != "dense":
+            plan, weights = self._promote_absent_terms(plan, weights)
+        times.plan = time.perf_counter() - t0
+        k = self._candidate_k(top_k)
+        cand = self._retrieve(query, plan, weights, mode, k, filters, qvec, times)
+        if not cand.ids:
+            return cand, None
+        if mode == "hybrid" and self.cfg.search.cross_lingual:
+            self._cross_lingual_stage(cand, k, filters, times)
+        t = time.perf_counter()
+        fused = self._fuse(cand, mode)
+        times.fusion = time.perf_counter() - t
+        return cand, fused
 
     # -- pipeline stages (each takes and returns per-search state; nothing lands on self) ------------
     def _promote_absent_terms(self, plan: QueryPlan, weights: dict[str, float]) -> tuple[QueryPlan, dict[str, float]]:
@@ -270,9 +280,11 @@ class Searcher:
         in place.
         """
         sc = self.cfg.search
-        evidence = self.lexical_evidence(cand.plan, cand.weights, cand.bm25, cand.chunks)
+        ceiling = self.query_ceiling(cand.plan, cand.weights)
+        evidence = self.lexical_evidence(cand.plan, cand.weights, cand.bm25, cand.chunks, ceiling=ceiling)
         weak = evidence < sc.xling_min_evidence  # in any script: decides the weights
-        own = self.lexical_evidence(cand.plan, cand.weights, cand.bm25, cand.chunks, lang=cand.plan.lang)
+        own = self.lexical_evidence(cand.plan, cand.weights, cand.bm25, cand.chunks, lang=cand.plan.lang,
+                                    ceiling=ceiling)
         compete = own < sc.xling_min_evidence  # in the query's own language: other languages compete
         cand.plan = dataclasses.replace(self.planner.replan(cand.plan, weak), lexical_evidence=round(evidence, 4))
         if compete and cand.plan.lang == "en" and sc.xling_translate_weight > 0:
@@ -375,7 +387,7 @@ class Searcher:
         return hits
 
     def lexical_evidence(self, plan: QueryPlan, weights: dict[str, float], bm25: dict[str, float],
-                         chunks: dict[str, Chunk], lang: str | None = None) -> float:
+                         chunks: dict[str, Chunk], lang: str | None = None, ceiling: float | None = None) -> float:
         """How much of the query the best chunk matches lexically: its BM25 score over the query's ceiling
         (:meth:`IndexBackend.sparse_ceiling`), 0 without any match.
 
@@ -385,12 +397,14 @@ class Searcher:
         other languages compete (per-language dense pools, translations). A ratio, not a raw score: BM25
         grows with idf, i.e. with corpus size. The ceiling holds the query's own tokens and the equivalents
         standing in for absent terms (full weight); other expansions count in the score only, so an
-        expansion match adds evidence but its absence costs none.
+        expansion match adds evidence but its absence costs none. ``ceiling``: :meth:`query_ceiling` when
+        the caller has it already.
         """
         scores = [s for cid, s in bm25.items() if lang is None or chunks[cid].lang == lang]
         if not scores:
             return 0.0
-        ceiling = self.query_ceiling(plan, weights)
+        if ceiling is None:
+            ceiling = self.query_ceiling(plan, weights)
         return float(max(scores) / ceiling) if ceiling > 0 else 0.0
 
     def translated_evidence(self, plan: QueryPlan, weights: dict[str, float], bm25: dict[str, float]) -> float:
