@@ -103,6 +103,20 @@ def write_corpus(root: Path, docs: dict[str, str] | None = None) -> Path:
     return root
 
 
+def build_test_index(root: Path) -> dict:
+    """The sample corpus, TEST_CONFIG and a built index under ``root``: what the server tests start from."""
+    import hanrag
+    from hanrag.config import load_config
+
+    corpus = write_corpus(root / "corpus")
+    config_path = root / "hanrag.toml"
+    config_path.write_text(TEST_CONFIG, encoding="utf-8")
+    cfg = load_config(config_path, env=False)
+    index_dir = root / "index"
+    hanrag.build(corpus, index_dir, cfg, progress=False)
+    return {"root": root, "corpus": corpus, "index_dir": index_dir, "config_path": config_path, "config": cfg}
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))

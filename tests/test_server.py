@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from server_util import NEW_DOC, TEST_CONFIG, ThreadServer, write_corpus
+from server_util import NEW_DOC, ThreadServer, build_test_index
 
 import hanrag
 from hanrag.config import load_config
@@ -34,14 +34,7 @@ KEY = "test-secret-key"
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    root = tmp_path_factory.mktemp("server")
-    corpus = write_corpus(root / "corpus")
-    config_path = root / "hanrag.toml"
-    config_path.write_text(TEST_CONFIG, encoding="utf-8")
-    cfg = load_config(config_path, env=False)
-    index_dir = root / "index"
-    hanrag.build(corpus, index_dir, cfg, progress=False)
-    return {"root": root, "corpus": corpus, "index_dir": index_dir, "config_path": config_path}
+    return build_test_index(tmp_path_factory.mktemp("server"))
 
 
 @pytest.fixture(scope="session")

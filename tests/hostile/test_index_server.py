@@ -23,7 +23,7 @@ from hanrag.index.build import build_from_chunks, build_index
 from hanrag.index.snapshot import open_snapshot
 from hanrag.records import Chunk
 from hanrag.server import ServerError, check_bind, create_app
-from tests.server_util import TEST_CONFIG, ThreadServer, write_corpus
+from tests.server_util import ThreadServer, build_test_index
 
 KEY = "hostile-test-key"
 TEXTS = [
@@ -222,15 +222,8 @@ def test_rebuild_summary_counts_after_deleting_2_and_editing_10(tmp_path: Path) 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    root = tmp_path_factory.mktemp("hostile-server")
-    corpus = write_corpus(root / "corpus")
-    config_path = root / "hanrag.toml"
-    config_path.write_text(TEST_CONFIG, encoding="utf-8")
-    cfg = load_config(config_path, env=False)
-    index_dir = root / "index"
-    hanrag.build(corpus, index_dir, cfg, progress=False)
-    index = hanrag.open(index_dir, cfg)
-    return {"root": root, "corpus": corpus, "index_dir": index_dir, "config_path": config_path, "index": index}
+    built = build_test_index(tmp_path_factory.mktemp("hostile-server"))
+    return {**built, "index": hanrag.open(built["index_dir"], built["config"])}
 
 
 @pytest.fixture(scope="module")
