@@ -53,6 +53,7 @@ def test_english_question_never_expands_to_slurs(idx):
     assert not expansions & {"棒子", "思密达", "杜撰", "台"}
     assert all(not _OFFENSIVE.search(via) for _, via in res.plan.expansion_via)
     assert top.chunk.path.endswith("hangul_ko.md")  # reached through the reading of 韩国 (한국)
+    assert res.plan.rule == "translated"  # weak in English, strong through the translations
     assert dict(top.explanation.matched_via)["한국"] == "translation:korean (reading)"
 
 
@@ -61,3 +62,41 @@ def test_explain_names_how_each_token_matched(idx):
     how = dict(top.explanation.matched_via)
     assert top.chunk.path.endswith("cache_policy.md")
     assert how["배포"] == "as written" and how["캐시"] == "as written"
+
+
+def test_manifest_carries_languages_and_the_dense_background(idx):
+    m = idx.backend.manifest()
+    assert m["langs"] == {"en": 3, "ko": 3, "zh": 1}
+    assert len(m["dense_mean"]) == idx.embedder.dim
+
+
+def test_calibrated_dense_is_measured_from_the_query_background(idx):
+    import numpy as np
+
+    res = idx.search_result("훈민정음 창제", top_k=5, explain=True)
+    qvec = np.asarray(idx.embedder.encode_queries(["훈민정음 창제"]), dtype=np.float64).reshape(-1)
+    background = float(np.dot(np.asarray(idx.backend.manifest()["dense_mean"]), qvec))
+    assert Config().search.fusion == "calibrated"
+    for h in res.hits:
+        e = h.explanation
+        assert e.fusion == "calibrated"
+        assert e.dense_norm == pytest.approx(min(1.0, max(0.0, (e.dense_raw - background) / (1 - background))),
+                                             abs=1e-6)
+
+
+def test_lint_lists_folds_by_file(tmp_path):
+    from typer.testing import CliRunner
+
+    from hanrag.cli import app
+
+    corpus = tmp_path / "c"
+    shutil.copytree(DATA, corpus)
+    text = (corpus / "k8s_rollback.md").read_text(encoding="utf-8")
+    (corpus / "mirror.md").write_text(text.replace("  ", " "), encoding="utf-8")
+    out = CliRunner().invoke(app, ["lint", str(corpus), "--json"])
+    assert out.exit_code == 0, out.output
+    import json
+
+    folds = [f for f in json.loads(out.output)["findings"] if f["code"] == "near-duplicate"]
+    assert [f["path"] for f in folds] in (["mirror.md"], ["k8s_rollback.md"])
+    assert "dedup_exclude" in folds[0]["message"]
