@@ -40,7 +40,7 @@ class CachingEmbedder:
         self.truncates = inner.truncates
         self.dir = Path(root) / identity_key(inner.identity())
         self.save_every = save_every
-        self._rows: dict[str, int] = {}
+        self._rows: dict[str, tuple[int, int]] = {}  # key -> (shard, row): shards are never concatenated
         self._blocks: list[np.ndarray] = []
         self._pending: dict[str, np.ndarray] = {}
         self._tokens: dict[str, int] = {}
@@ -55,42 +55,37 @@ class CachingEmbedder:
 
     # -- cache ---------------------------------------------------------------------------------------
     def _load(self) -> None:
-        vectors = []
         for meta_path in sorted(self.dir.glob("*.json")):
             try:
                 keys = json.loads(meta_path.read_text(encoding="utf-8"))
                 arr = np.load(meta_path.with_suffix(".npy"), allow_pickle=False)
             except (OSError, ValueError):
                 continue  # an unreadable shard is only a cache miss
-            if arr.shape != (len(keys), self.dim):
-                continue
-            base = sum(len(v) for v in vectors)
-            for i, k in enumerate(keys):
-                self._rows.setdefault(k, base + i)
-            vectors.append(arr.astype(np.float32, copy=False))
-        if vectors:
-            self._blocks = [np.concatenate(vectors)]
+            if arr.shape == (len(keys), self.dim):
+                self._add_block(keys, arr.astype(np.float32, copy=False))
+
+    def _add_block(self, keys: list[str], arr: np.ndarray) -> None:
+        shard = len(self._blocks)
+        self._blocks.append(arr)
+        for i, k in enumerate(keys):
+            self._rows.setdefault(k, (shard, i))
 
     def _vector(self, key: str) -> np.ndarray | None:
         if key in self._pending:
             return self._pending[key]
-        row = self._rows.get(key)
-        return None if row is None else self._blocks[0][row]
+        at = self._rows.get(key)
+        return None if at is None else self._blocks[at[0]][at[1]]
 
     def save(self) -> None:
         if not self._pending:
             return
         self.dir.mkdir(parents=True, exist_ok=True)
-        n = len(list(self.dir.glob("*.json")))
-        name = f"{n:06d}-{len(self._rows)}"
+        name = f"{len(list(self.dir.glob('*.json'))):06d}-{len(self._rows)}"
         keys = list(self._pending)
         arr = np.stack([self._pending[k] for k in keys]).astype(np.float32)
         atomic_save_npy(self.dir / f"{name}.npy", arr)
-        atomic_write_bytes(self.dir / f"{name}.json", json.dumps(keys).encode())
-        base = len(self._blocks[0]) if self._blocks else 0
-        self._blocks = [np.concatenate([*self._blocks, arr])] if self._blocks else [arr]
-        for i, k in enumerate(keys):
-            self._rows[k] = base + i
+        atomic_write_bytes(self.dir / f"{name}.json", json.dumps(keys).encode())  # written last: names a whole npy
+        self._add_block(keys, arr)
         self._pending.clear()
 
     def _encode(self, texts: Sequence[str], role: str) -> np.ndarray:
