@@ -54,7 +54,15 @@ from typing import Any
 
 from hanrag.config import Config
 from hanrag.embed import Embedder
-from hanrag.index.store import IndexBuildError, IndexLoadError, atomic_write_bytes, current_snapshot_dir
+from hanrag.fsutil import atomic_write_bytes
+from hanrag.index.documents_build import build_from_documents
+from hanrag.index.store import (  # noqa: F401 - IndexSourceError and check_index_source are re-exported
+    CONFLUENCE_STATE_DIR,
+    CONFLUENCE_STATE_FILES,
+    IndexSourceError,
+    check_index_source,
+    index_source,
+)
 from hanrag.records import Document, Finding
 from hanrag.sources.confluence import (
     PAGE_EXPAND,
@@ -66,9 +74,8 @@ from hanrag.sources.confluence import (
     space_cql,
 )
 
-STATE_DIR = "confluence"
-STATE_FILE = "state.json"
-DOCS_FILE = "documents.jsonl"
+STATE_DIR = CONFLUENCE_STATE_DIR
+STATE_FILE, DOCS_FILE = CONFLUENCE_STATE_FILES
 STATE_VERSION = 1
 
 
@@ -117,7 +124,7 @@ class SyncState:
 
 
 @dataclass
-class SyncReport:
+class ConfluenceSyncReport:
     full: bool = False
     listed: int = 0
     added: list[str] = field(default_factory=list)
@@ -164,11 +171,6 @@ def state_dir(index_dir: str | Path) -> Path:
     return Path(index_dir) / STATE_DIR
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, data)
-
-
 def load_state(index_dir: str | Path) -> SyncState:
     path = state_dir(index_dir) / STATE_FILE
     if not path.is_file():
@@ -184,7 +186,7 @@ def load_state(index_dir: str | Path) -> SyncState:
 
 def save_state(index_dir: str | Path, state: SyncState) -> None:
     blob = json.dumps(state.to_dict(), ensure_ascii=False, indent=1).encode("utf-8")
-    _atomic_write(state_dir(index_dir) / STATE_FILE, blob)
+    atomic_write_bytes(state_dir(index_dir) / STATE_FILE, blob, mkdir=True)
 
 
 def load_documents(index_dir: str | Path) -> dict[str, Document]:
@@ -202,52 +204,7 @@ def load_documents(index_dir: str | Path) -> dict[str, Document]:
 
 def save_documents(index_dir: str | Path, docs: Iterable[Document]) -> None:
     lines = [json.dumps(d.to_dict(), ensure_ascii=False) for d in sorted(docs, key=lambda d: d.doc_id)]
-    _atomic_write(state_dir(index_dir) / DOCS_FILE, ("\n".join(lines) + "\n").encode("utf-8"))
-
-
-# --- which source an index holds --------------------------------------------------------------
-
-
-class IndexSourceError(IndexBuildError):
-    """An index folder holds documents of another source (files vs. Confluence); nothing was changed."""
-
-
-def index_source(index_dir: str | Path) -> str:
-    """``"confluence"``, ``"files"`` or ``"none"`` (no index yet, or an empty one).
-
-    The sync state marks a Confluence index; without it (a first sync interrupted after
-    publishing, before saving its state) the current snapshot's first document id decides,
-    since every synced page's id starts with ``confluence:``.
-    """
-    index_dir = Path(index_dir)
-    if (state_dir(index_dir) / STATE_FILE).is_file() or (state_dir(index_dir) / DOCS_FILE).is_file():
-        return "confluence"
-    try:
-        with open(current_snapshot_dir(index_dir) / "chunks.jsonl", encoding="utf-8") as fh:
-            first = next((line for line in fh if line.strip()), "")
-        doc_id = str(json.loads(first).get("doc_id", "")) if first else ""
-    except (IndexLoadError, OSError, ValueError, AttributeError):
-        return "none"
-    if not doc_id:
-        return "none"
-    return "confluence" if doc_id.startswith("confluence:") else "files"
-
-
-def check_index_source(index_dir: str | Path, wanted: str) -> None:
-    """Raise :class:`IndexSourceError` when ``index_dir`` holds another source than ``wanted``."""
-    found = index_source(index_dir)
-    if found in ("none", wanted):
-        return
-    if found == "confluence":
-        raise IndexSourceError(
-            f"{index_dir}: this index is synced from Confluence; building it from a corpus folder would replace "
-            "every synced page. Use `hanrag sync confluence` (or POST /index/rebuild with source confluence), "
-            "or build the corpus into another index folder"
-        )
-    raise IndexSourceError(
-        f"{index_dir}: this index was built from a corpus folder; a Confluence sync would replace every file "
-        "document. Sync into another index folder (`hanrag sync confluence --index OTHER`)"
-    )
+    atomic_write_bytes(state_dir(index_dir) / DOCS_FILE, ("\n".join(lines) + "\n").encode("utf-8"), mkdir=True)
 
 
 # --- the sync --------------------------------------------------------------------------------
@@ -262,7 +219,7 @@ def _page_id(doc_id: str) -> str:
     return doc_id.removeprefix("confluence:")
 
 
-def _fetch_bodies(client: ConfluenceClient, ids: list[str], report: SyncReport) -> dict[str, dict[str, Any]]:
+def _fetch_bodies(client: ConfluenceClient, ids: list[str], report: ConfluenceSyncReport) -> dict[str, dict[str, Any]]:
     """Bodies of ``ids``, batched by CQL ``id in (...)``; a failing batch is retried page by page."""
     pages: dict[str, dict[str, Any]] = {}
     batch = max(1, client.cfg.fetch_batch)
@@ -305,10 +262,8 @@ def sync_confluence(
     embedder: Embedder | None = None,
     full: bool = False,
     progress: bool = False,
-) -> SyncReport:
+) -> ConfluenceSyncReport:
     """Bring the index's Confluence pages up to date; build a new snapshot only when something changed."""
-    from hanrag.index.documents_build import build_from_documents
-
     t0 = time.perf_counter()
     index_dir = Path(index_dir)
     check_index_source(index_dir, "confluence")
@@ -322,7 +277,7 @@ def sync_confluence(
         full = True
     if not state.pages:
         full = True
-    report = SyncReport(full=full)
+    report = ConfluenceSyncReport(full=full)
     own_client = client is None
     client = client or ConfluenceClient(ccfg)
     stats0 = (client.stats.requests, client.stats.retries, client.stats.bodies)
@@ -394,7 +349,7 @@ def _apply(
     state: SyncState,
     stored: dict[str, Document],
     cfg: Config,
-    report: SyncReport,
+    report: ConfluenceSyncReport,
 ) -> None:
     """Render fetched pages, update ``stored`` and ``state`` in place, fill the report."""
     for pid in sorted(set(state.pages) - listed, key=_int_key):

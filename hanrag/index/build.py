@@ -12,31 +12,30 @@ previous snapshot that is gone, "reused" one that is still there.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from hanrag import __version__
+from hanrag.chunking import chunk_document
 from hanrag.config import Config
 from hanrag.embed import Embedder, identity_key, load_embedder
 from hanrag.index import store
+from hanrag.index.cache import CACHE_DIR, EmbeddingCache, TokenCache, text_hash
 from hanrag.index.dedup import folded_pairs_report, mark_duplicates
+from hanrag.index.sparse import SparseIndex
 from hanrag.records import Chunk, Finding
+from hanrag.text import get_analyzer
+from hanrag.validate import PreparedCorpus, prepare_corpus
 
-if TYPE_CHECKING:
-    from hanrag.validate import PreparedCorpus
-
-CACHE_DIR = "cache"
 CHECKPOINT_EVERY = 256  # new vectors between cache checkpoints, so a killed build resumes
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -103,96 +102,6 @@ def folded_lines(folded: Sequence[dict[str, Any]], limit: int = 10) -> list[str]
     return lines
 
 
-# --- caches -----------------------------------------------------------------------------------
-
-
-class EmbeddingCache:
-    """Vectors keyed by sha256 of the text, for one embedder identity.
-
-    ``keys.json`` names the vectors file it belongs to; a new vectors file is written
-    first and the key file replaced atomically after, so the pair is always consistent.
-    """
-
-    def __init__(self, root: Path, identity: dict[str, Any], dim: int) -> None:
-        self.dir = root / f"emb-{identity_key(identity)}"
-        self.dim = dim
-        self.index: dict[str, int] = {}
-        self.tokens: list[int] = []
-        self.vectors = np.zeros((0, dim), np.float32)
-        self._load(identity)
-
-    def _load(self, identity: dict[str, Any]) -> None:
-        try:
-            meta = json.loads((self.dir / "keys.json").read_text(encoding="utf-8"))
-            vectors = np.load(self.dir / meta["file"], allow_pickle=False)
-        except (FileNotFoundError, KeyError, ValueError, OSError):
-            return  # no cache or an unusable one: embed again
-        keys = meta.get("keys", [])
-        if vectors.shape != (len(keys), self.dim) or meta.get("identity") != identity:
-            return
-        self.index = {k: i for i, k in enumerate(keys)}
-        self.tokens = list(meta.get("tokens", [-1] * len(keys)))
-        self.vectors = np.asarray(vectors, dtype=np.float32)
-        self.identity = identity
-
-    def get(self, key: str) -> tuple[np.ndarray, int] | None:
-        i = self.index.get(key)
-        return None if i is None else (self.vectors[i], self.tokens[i])
-
-    def add(self, keys: Sequence[str], vectors: np.ndarray, tokens: Sequence[int]) -> None:
-        new = [(k, i) for i, k in enumerate(keys) if k not in self.index]
-        if not new:
-            return
-        base = len(self.index)
-        for j, (k, _) in enumerate(new):
-            self.index[k] = base + j
-        self.tokens.extend(int(tokens[i]) for _, i in new)
-        self.vectors = np.concatenate([self.vectors, vectors[[i for _, i in new]].astype(np.float32)])
-
-    def prune(self, keep: set[str]) -> bool:
-        """Drop entries no current chunk uses once they outnumber the used ones (bounded growth)."""
-        unused = len(self.index) - len(keep & self.index.keys())
-        if unused <= max(1000, len(keep)):
-            return False
-        rows = [(k, i) for k, i in self.index.items() if k in keep]
-        self.vectors = self.vectors[[i for _, i in rows]] if rows else np.zeros((0, self.dim), np.float32)
-        self.tokens = [self.tokens[i] for _, i in rows]
-        self.index = {k: j for j, (k, _) in enumerate(rows)}
-        return True
-
-    def save(self, identity: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        name = f"vectors-{time.time_ns()}.npy"
-        store.atomic_save_npy(self.dir / name, self.vectors)
-        keys = sorted(self.index, key=self.index.__getitem__)
-        store.atomic_write_bytes(
-            self.dir / "keys.json",
-            json.dumps({"identity": identity, "file": name, "keys": keys, "tokens": self.tokens}).encode(),
-        )
-        for p in self.dir.glob("vectors-*.npy"):
-            if p.name != name:
-                p.unlink(missing_ok=True)
-
-
-class TokenCache:
-    """Index tokens keyed by (language, sha256 of text), for one analyzer identity."""
-
-    def __init__(self, root: Path, analyzer_key: str) -> None:
-        self.path = root / f"tokens-{analyzer_key}.json"
-        try:
-            self.data: dict[str, list[str]] = json.loads(self.path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError):
-            self.data = {}
-        self.dirty = False
-
-    def save(self, keep: set[str]) -> None:
-        if not self.dirty and len(self.data) <= len(keep):
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = {k: v for k, v in self.data.items() if k in keep}
-        store.atomic_write_bytes(self.path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
-
-
 # --- progress ---------------------------------------------------------------------------------
 
 
@@ -202,16 +111,6 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int], Callable[[int], No
     if not enabled:
         yield lambda _desc, _total: (lambda _n: None)
         return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -289,8 +188,6 @@ def _token_stats(counts: np.ndarray, max_tokens: int, truncates: bool) -> dict[s
 
 def _tokenize(chunks: Sequence[Chunk], cfg: Config, cache_root: Path, analyzer: Any) -> tuple[list[list[str]], dict]:
     if analyzer is None:
-        from hanrag.text import get_analyzer
-
         analyzer = get_analyzer(cfg)
     ident = analyzer.identity()
     cache = TokenCache(cache_root, identity_key(ident))
@@ -353,7 +250,7 @@ def find_duplicates(chunks: Sequence[Chunk], cfg: Config) -> tuple[dict[str, str
         return {}, {"duplicates": 0, "groups": 0, "threshold": None}, []
     t2s = None
     if cfg.text.opencc:
-        import opencc
+        import opencc  # lazy: only configs that fold traditional to simplified Chinese need it
 
         t2s = opencc.OpenCC(cfg.text.opencc).convert
     dedup = mark_duplicates(chunks, cfg.index.dedup_threshold, t2s=t2s, exclude=cfg.index.dedup_exclude)
@@ -387,8 +284,6 @@ def build_from_chunks(
     _t_prepare: float = 0.0,
 ) -> BuildReport:
     """Index ready-made chunks (benchmarks index eval corpora this way) and publish a snapshot."""
-    from hanrag.index.sparse import SparseIndex
-
     t_start = _t_start if _t_start is not None else time.perf_counter()
     index_dir = Path(index_dir)
     seen: set[str] = set()
@@ -434,7 +329,7 @@ def build_from_chunks(
             counts = {"documents": n_docs, "chunks": len(chunks), "duplicates": len(dup_map),
                       "kept": len(chunks) - len(dup_map)}
             manifest = {
-                "hanrag_version": _version(),
+                "hanrag_version": __version__,
                 "config_hash": cfg.hash("chunking", "text", "lexicon", "bm25", "embedder", "index"),
                 "config": {k: cfg.to_dict()[k] for k in ("chunking", "text", "lexicon", "bm25", "embedder", "index")},
                 "embedder": {"identity": embedder.identity(), "dim": int(embedder.dim), "dtype": cfg.embedder.dtype,
@@ -493,12 +388,6 @@ def _warnings(tok: dict[str, Any]) -> list[str]:
     ]
 
 
-def _version() -> str:
-    from hanrag import __version__
-
-    return __version__
-
-
 def build_index(
     corpus: str | Path,
     index_dir: str | Path,
@@ -512,15 +401,11 @@ def build_index(
 
     ``prepared``: the corpus as :func:`hanrag.validate.prepare_corpus` already read it (the demo
     lints first), so it is not read twice."""
-    from hanrag.chunking import chunk_document
-    from hanrag.sync import check_index_source
-    from hanrag.validate import prepare_corpus
-
     t0 = time.perf_counter()
     corpus = Path(corpus)
     if not corpus.exists():
         raise FileNotFoundError(f"{corpus}: no such corpus folder")
-    check_index_source(index_dir, "files")  # never replace a Confluence-synced index with a corpus
+    store.check_index_source(index_dir, "files")  # never replace a Confluence-synced index with a corpus
     if prepared is None:
         prepared = prepare_corpus(corpus, cfg)
     chunks = [c for doc in prepared.indexable for c in chunk_document(doc, cfg.chunking)]
@@ -538,5 +423,6 @@ def build_index(
     )
 
 
-__all__ = ["BuildReport", "EmbeddingCache", "build_from_chunks", "build_index", "duplicate_findings",
-           "find_duplicates", "text_hash"]
+# CACHE_DIR, EmbeddingCache, TokenCache, text_hash: re-exported for callers written before hanrag.index.cache
+__all__ = ["CACHE_DIR", "BuildReport", "EmbeddingCache", "TokenCache", "build_from_chunks", "build_index",
+           "duplicate_findings", "find_duplicates", "text_hash"]

@@ -12,10 +12,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from hanrag.chunking import chunk_document
 from hanrag.config import Config
 from hanrag.embed import Embedder
 from hanrag.index.build import BuildReport, build_from_chunks
 from hanrag.records import Document, Finding
+from hanrag.validate import prepare_documents
 
 
 def build_from_documents(
@@ -28,9 +30,6 @@ def build_from_documents(
     progress: bool = False,
 ) -> BuildReport:
     """Lint, chunk and index ``documents``; publish a new snapshot of exactly this document set."""
-    from hanrag.chunking import chunk_document
-    from hanrag.validate import prepare_documents
-
     t0 = time.perf_counter()
     prepared = prepare_documents(list(documents), list(findings), cfg)
     all_findings, indexable, excluded = list(prepared.findings), prepared.indexable, list(prepared.excluded)

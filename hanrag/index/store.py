@@ -419,3 +419,52 @@ def verify_files(snapshot: Path, manifest: dict[str, Any]) -> None:
             raise IndexLoadError(f"{p}: size differs from the manifest (corrupt index); rebuild the index")
         if sha256_file(p) != info.get("sha256"):
             raise IndexLoadError(f"{p}: checksum differs from the manifest (corrupt index); rebuild the index")
+
+
+# --- which source an index holds (files vs. Confluence) ----------------------------------------
+# Here, below both the corpus build and the Confluence sync, so each checks the other without importing it.
+
+CONFLUENCE_STATE_DIR = "confluence"  # INDEX/confluence/: the sync's state.json and documents.jsonl
+CONFLUENCE_STATE_FILES = ("state.json", "documents.jsonl")
+
+
+class IndexSourceError(IndexBuildError):
+    """An index folder holds documents of another source (files vs. Confluence); nothing was changed."""
+
+
+def index_source(index_dir: str | Path) -> str:
+    """``"confluence"``, ``"files"`` or ``"none"`` (no index yet, or an empty one).
+
+    The sync state marks a Confluence index; without it (a first sync interrupted after
+    publishing, before saving its state) the current snapshot's first document id decides,
+    since every synced page's id starts with ``confluence:``.
+    """
+    index_dir = Path(index_dir)
+    if any((index_dir / CONFLUENCE_STATE_DIR / name).is_file() for name in CONFLUENCE_STATE_FILES):
+        return "confluence"
+    try:
+        with open(current_snapshot_dir(index_dir) / "chunks.jsonl", encoding="utf-8") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        doc_id = str(json.loads(first).get("doc_id", "")) if first else ""
+    except (IndexLoadError, OSError, ValueError, AttributeError):
+        return "none"
+    if not doc_id:
+        return "none"
+    return "confluence" if doc_id.startswith("confluence:") else "files"
+
+
+def check_index_source(index_dir: str | Path, wanted: str) -> None:
+    """Raise :class:`IndexSourceError` when ``index_dir`` holds another source than ``wanted``."""
+    found = index_source(index_dir)
+    if found in ("none", wanted):
+        return
+    if found == "confluence":
+        raise IndexSourceError(
+            f"{index_dir}: this index is synced from Confluence; building it from a corpus folder would replace "
+            "every synced page. Use `hanrag sync confluence` (or POST /index/rebuild with source confluence), "
+            "or build the corpus into another index folder"
+        )
+    raise IndexSourceError(
+        f"{index_dir}: this index was built from a corpus folder; a Confluence sync would replace every file "
+        "document. Sync into another index folder (`hanrag sync confluence --index OTHER`)"
+    )

@@ -1,0 +1,85 @@
+"""Atomic, durable file writes: the one helper every writer of hanrag's files uses.
+
+A write goes to a unique temporary file in the target's folder (``mkstemp``: two threads or
+processes writing the same path never share a temporary), is flushed and fsynced, then renamed
+over the target with ``os.replace`` and the folder fsynced, so a reader sees the old file or the
+new one, never a torn one, and a crash leaves at worst a ``.NAME.*.tmp`` file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename/creation inside ``path`` durable (no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | Path, *, mkdir: bool = False) -> Iterator[BinaryIO]:
+    """A binary file handle whose content replaces ``path`` when the block ends without error.
+
+    ``mkdir`` creates missing parent folders first. On an error the temporary file is removed
+    and ``path`` is left as it was."""
+    path = Path(path)
+    if mkdir:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes, *, mkdir: bool = False) -> None:
+    """Replace ``path`` with ``data`` atomically."""
+    with atomic_open(path, mkdir=mkdir) as fh:
+        fh.write(data)
+
+
+def atomic_write_text(path: str | Path, text: str, *, mkdir: bool = False) -> None:
+    """UTF-8 text with ``\\n`` line ends, atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"), mkdir=mkdir)
+
+
+def atomic_write_json(path: str | Path, data: Any, *, indent: int | None = 1, mkdir: bool = False) -> None:
+    atomic_write_bytes(path, json.dumps(data, ensure_ascii=False, indent=indent).encode("utf-8"), mkdir=mkdir)
+
+
+def atomic_write_jsonl(path: str | Path, rows: Iterable[Any], *, mkdir: bool = False) -> None:
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    atomic_write_text(path, text, mkdir=mkdir)
+
+
+def atomic_save_npy(path: str | Path, array: np.ndarray, *, mkdir: bool = False) -> None:
+    """An ``.npy`` file, never pickled (``allow_pickle=False``), atomically."""
+    with atomic_open(path, mkdir=mkdir) as fh:  # streamed: a large array is not copied into memory first
+        np.save(fh, array, allow_pickle=False)
+
+
+__all__ = ["atomic_open", "atomic_save_npy", "atomic_write_bytes", "atomic_write_json", "atomic_write_jsonl",
+           "atomic_write_text", "fsync_dir"]
