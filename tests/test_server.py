@@ -89,7 +89,7 @@ def search(client: httpx.Client, **body) -> httpx.Response:  # noqa: ANN003
 
 def test_health_and_openapi(client: httpx.Client, spec: dict) -> None:
     r = client.get("/health")
-    assert r.status_code == 200 and r.json()["status"] == "ok"
+    assert r.status_code == 200 and r.json()["status"] == "ready"
     check_schema(spec, "get", "/health", r)
     for path in ("/search", "/chunks/{chunk_id}", "/documents/{doc_id}", "/stats", "/health", "/index/rebuild",
                  "/jobs/{job_id}"):
