@@ -13,7 +13,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q --upgrade pip
 	# torch first, from the local CPU build: otherwise pip pulls a multi-GB CUDA build
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e ".[torch,milvus,test]"
+	# the RAG framework extras too: tests/integrations drives each adapter through its framework
+	$(PIP) install -q -e ".[torch,milvus,test,langchain,llamaindex,haystack,mcp]"
 	touch $@
 
 venv: $(VENV)/.installed
