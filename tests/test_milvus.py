@@ -479,7 +479,7 @@ def test_expressions_escape_and_glob_superset():
     with pytest.raises(ValueError):
         lit("bad\x00id")
     assert glob_to_like("runbooks/*.md") == "runbooks/%.md"
-    assert glob_to_like("a[!x]?_*") == "a___%"
+    assert glob_to_like("a[!x]?_*") == "a%_%"
     import fnmatch
     import re
 

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from hanrag.backends.memory import MemoryBackend
 from hanrag.config import Config
 from hanrag.records import Chunk, Filters
-from hanrag.search.memory import MemoryBackend
 from hanrag.search.searcher import Searcher
 
 DOCS = [

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import hanrag
+from hanrag.backends.memory import MemoryBackend
 from hanrag.config import Config
 from hanrag.records import Chunk
-from hanrag.search.memory import MemoryBackend
 
 TEXTS = [
     ("runbooks/k8s.md", "en", "Restart a kubernetes pod with kubectl delete pod; the deployment recreates it."),
