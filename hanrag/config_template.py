@@ -18,6 +18,7 @@ import math
 import textwrap
 import tokenize
 import typing
+import urllib.parse
 from typing import Any
 
 from hanrag import config as config_module
@@ -181,6 +182,18 @@ def _is_dataclass_list(tp: Any) -> type | None:
     return None
 
 
+# secrets are never written or printed (`hanrag init --print` would echo a token taken from the environment)
+SECRET_KEYS = frozenset({"server.api_key", "confluence.token", "milvus.token"})
+URL_KEYS = frozenset({"milvus.uri", "confluence.url"})  # a user:password@ part in them is a secret too
+
+
+def _without_userinfo(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
 def _render_table(out: list[str], path: str, obj: Any, help_key: str) -> None:
     cls = type(obj)
     comments = field_comments(cls)
@@ -198,6 +211,12 @@ def _render_table(out: list[str], path: str, obj: Any, help_key: str) -> None:
             _render_dataclass_list(out, deferred, path, f.name, value, item_cls, text)
             continue
         out.extend(_comment_lines(text))
+        key = f"{path}.{f.name}"
+        if key in SECRET_KEYS and value:
+            out.append(f"# {f.name} is set in your config or environment; not shown here (keep it in the environment)")
+            value = ""
+        elif key in URL_KEYS and isinstance(value, str):
+            value = _without_userinfo(value)
         if value is None:
             # TOML has no null: an unset optional setting stays commented out
             out.append(f"# {f.name} =   (unset by default; {_type_label(hints[f.name])})")
@@ -237,7 +256,8 @@ def _render_dataclass_list(
 
 
 def render_config_toml(cfg: Config | None = None) -> str:
-    """The full commented ``hanrag.toml`` for ``cfg`` (defaults when None)."""
+    """The full commented ``hanrag.toml`` for ``cfg`` (defaults when None); secrets (:data:`SECRET_KEYS`, and
+    credentials inside URLs) are left out."""
     cfg = cfg or Config()
     out = [
         "# hanrag configuration — every setting with its default value.",

@@ -15,6 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from hanrag.config import Config
+from hanrag.embed import EmbedderError, EmbedderMismatchError, check_embedder, load_embedder
+from hanrag.index.snapshot import open_snapshot
+from hanrag.index.store import (
+    MANIFEST,
+    SNAPSHOT_FILES,
+    IndexLoadError,
+    list_snapshots,
+    read_manifest,
+    snapshots_dir,
+    verify_files,
+)
+from hanrag.lexicon import LexiconError, resolve_lexicon_path
+from hanrag.text import get_analyzer
 
 
 @dataclass(frozen=True)
@@ -29,9 +42,6 @@ class Problem:
 
 
 def _index_checks(index_dir: Path, cfg: Config, problems: list[Problem]) -> dict[str, Any] | None:
-    from hanrag.index.snapshot import open_snapshot
-    from hanrag.index.store import IndexLoadError
-
     try:
         snap = open_snapshot(index_dir)
     except IndexLoadError as exc:
@@ -59,21 +69,28 @@ def _index_checks(index_dir: Path, cfg: Config, problems: list[Problem]) -> dict
                     "the [chunking] config differs from the one the index was built with",
                     "rebuild the index so search and index agree")
         )
+    _analyzer_check(manifest.get("analyzer"), cfg, problems)
     return manifest
+
+
+def _analyzer_check(built: dict[str, Any] | None, cfg: Config, problems: list[Problem]) -> None:
+    """The index's tokens and this config's query tokens come from the same analyzer (settings, lexicon and
+    tokenizer library versions): an upgraded Kiwi, jieba, OpenCC, PyStemmer or hanja cuts queries differently."""
+    if not built:
+        return
+    now = get_analyzer(cfg).identity()
+    diff = sorted(k for k in built.keys() | now.keys() if built.get(k) != now.get(k))
+    if diff:
+        shown = ", ".join(f"{k}: {built.get(k, '—')} -> {now.get(k, '—')}" for k in diff[:6])
+        problems.append(
+            Problem("error", "analyzer-changed",
+                    f"the index was tokenised by another analyzer than this config and install give ({shown})",
+                    "rebuild the index (its token cache is keyed by the analyzer, so all text is re-tokenised)")
+        )
 
 
 def _snapshot_checks(index_dir: Path, current: Path, problems: list[Problem]) -> None:
     """Files in the published snapshot that the format does not know, and corrupt older snapshots."""
-    from hanrag.index.store import (
-        MANIFEST,
-        SNAPSHOT_FILES,
-        IndexLoadError,
-        list_snapshots,
-        read_manifest,
-        snapshots_dir,
-        verify_files,
-    )
-
     extra = sorted(
         p.relative_to(current).as_posix()
         for p in current.rglob("*")
@@ -99,8 +116,6 @@ def _snapshot_checks(index_dir: Path, current: Path, problems: list[Problem]) ->
 
 
 def _embedder_checks(cfg: Config, manifest: dict[str, Any] | None, problems: list[Problem]) -> None:
-    from hanrag.embed import EmbedderError, EmbedderMismatchError, check_embedder, load_embedder
-
     try:
         embedder = load_embedder(cfg.embedder)
     except EmbedderError as exc:
@@ -133,8 +148,6 @@ def _embedder_checks(cfg: Config, manifest: dict[str, Any] | None, problems: lis
 
 
 def _lexicon_checks(cfg: Config, problems: list[Problem]) -> None:
-    from hanrag.lexicon import LexiconError, resolve_lexicon_path
-
     for name in cfg.lexicon.paths:
         try:
             path = resolve_lexicon_path(name, cfg.base_dir or None)
@@ -151,7 +164,7 @@ def _rerank_checks(cfg: Config, problems: list[Problem]) -> None:
     if not model:
         return
     try:
-        from sentence_transformers import CrossEncoder
+        from sentence_transformers import CrossEncoder  # lazy: torch, only when a reranker is configured
 
         CrossEncoder(model, device="cpu", max_length=cfg.search.rerank.max_length, local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - any failure means the reranker is unusable

@@ -64,3 +64,22 @@ def test_load_incomplete_index_names_the_file(tmp_path):
 def test_empty_corpus():
     ix = SparseIndex.build([], Bm25Config())
     assert ix.n_docs == 0 and ix.top_k({"a": 1.0}, 5)[0].size == 0
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
+def test_pure_functions_match_bm25s_for_every_method(method):
+    """bm25_idf · bm25_tf_part (what the Milvus backend stores) equals bm25s' matrix, common tokens included:
+    "a" is in 3 of 5 documents, where robertson's raw idf is negative and bm25s clamps it at 0."""
+    docs = [*DOCS, ["a", "d"]]
+    cfg = Bm25Config(method=method)
+    ix = SparseIndex.build(docs, cfg)
+    avg = sum(map(len, docs)) / len(docs)
+    for tok in ("a", "b", "e"):
+        df = sum(tok in d for d in docs)
+        want = [
+            bm25_idf(df, len(docs), method) * bm25_tf_part(d.count(tok), len(d), avg, cfg.k1, cfg.b, method)
+            if tok in d else 0.0
+            for d in docs
+        ]
+        np.testing.assert_allclose(ix.scores({tok: 1.0}), want, rtol=1e-5, atol=1e-7)
+    assert bm25_idf(3, 5, "robertson") == 0.0

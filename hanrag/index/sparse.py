@@ -16,15 +16,13 @@ can compute identical scores.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from hanrag.config import Bm25Config
+from hanrag.config import Bm25Config
+from hanrag.fsutil import atomic_save_npy, atomic_write_json
 
 METHODS = ("lucene", "robertson", "atire")
 FORMAT_VERSION = 1
@@ -32,12 +30,16 @@ _ARRAYS = ("data", "indices", "indptr", "doc_lens")
 
 
 def bm25_idf(df: int | np.ndarray, n_docs: int, method: str = "lucene") -> float | np.ndarray:
-    """Inverse document frequency as bm25s computes it for ``method``."""
+    """Inverse document frequency as bm25s 0.3 computes it for ``method`` (tests/test_sparse.py compares).
+
+    robertson's log((N − df + 0.5)/(df + 0.5)) turns negative for a token in more than half the
+    documents; bm25s clamps it at 0 (``allow_negative=False``), and so does this, so that every backend
+    computing scores from it (Milvus) agrees with the embedded index."""
     df = np.asarray(df, dtype=np.float64)
     if method == "lucene":
         out = np.log1p((n_docs - df + 0.5) / (df + 0.5))
     elif method == "robertson":
-        out = np.log((n_docs - df + 0.5) / (df + 0.5))
+        out = np.log(np.maximum((n_docs - df + 0.5) / (df + 0.5), 1.0))
     elif method == "atire":
         out = np.log(n_docs / df)
     else:
@@ -85,19 +87,6 @@ def bm25_ceiling(
     return float(np.sum(w * idf) * limit)
 
 
-def _atomic_save_npy(path: Path, arr: np.ndarray) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as fh:
-        np.save(fh, arr, allow_pickle=False)
-    os.replace(tmp, path)
-
-
-def _atomic_write_json(path: Path, obj: object) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
-
-
 class SparseIndex:
     def __init__(
         self,
@@ -123,7 +112,7 @@ class SparseIndex:
     # -- build ---------------------------------------------------------------------------
     @classmethod
     def build(cls, corpus_tokens: list[list[str]], cfg: Bm25Config) -> SparseIndex:
-        import bm25s
+        import bm25s  # lazy: a searcher loads saved arrays and never needs bm25s (it pulls in scipy)
 
         if cfg.method not in METHODS:
             raise ValueError(f"bm25.method must be one of {', '.join(METHODS)}, got {cfg.method!r}")
@@ -159,8 +148,8 @@ class SparseIndex:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         for name in _ARRAYS:
-            _atomic_save_npy(directory / f"bm25_{name}.npy", np.ascontiguousarray(getattr(self, name)))
-        _atomic_write_json(directory / "bm25_vocab.json", self.vocab)
+            atomic_save_npy(directory / f"bm25_{name}.npy", np.ascontiguousarray(getattr(self, name)))
+        atomic_write_json(directory / "bm25_vocab.json", self.vocab, indent=None)
         meta = {
             "format": FORMAT_VERSION,
             "n_docs": self.n_docs,
@@ -170,7 +159,7 @@ class SparseIndex:
             "method": self.method,
             "vocab_size": len(self.vocab),
         }
-        _atomic_write_json(directory / "bm25_meta.json", meta)
+        atomic_write_json(directory / "bm25_meta.json", meta, indent=None)
         return self.files()
 
     @classmethod
@@ -230,14 +219,6 @@ class SparseIndex:
         idx = cand[order]
         return idx.astype(np.int64), scores[idx]
 
-    def token_scores(self, token: str) -> tuple[np.ndarray, np.ndarray]:
-        """(doc rows, BM25 scores) of one token; empty arrays when it is not indexed."""
-        tid = self.token_ids.get(token)
-        if tid is None:
-            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
-        s, e = int(self.indptr[tid]), int(self.indptr[tid + 1])
-        return np.asarray(self.indices[s:e]), np.asarray(self.data[s:e])
-
     def doc_term_weights(self, row: int) -> dict[str, float]:
         """Token → BM25 score in one document (the document's sparse vector); O(nnz), for export/explain."""
         if not 0 <= row < self.n_docs:
@@ -254,8 +235,3 @@ class SparseIndex:
             if tid is not None:
                 df_of[tok] = int(self.indptr[tid + 1]) - int(self.indptr[tid])
         return bm25_ceiling(weights, df_of, self.n_docs, self.k1, self.method)
-
-    def idf(self) -> np.ndarray:
-        """idf per token id (document frequency from the column lengths)."""
-        df = np.diff(np.asarray(self.indptr))
-        return np.asarray(bm25_idf(df, self.n_docs, self.method), dtype=np.float64)

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hanrag.config import Config, RuleConfig
+from hanrag.language import detect_lang, hanja_ratio
 from hanrag.records import QueryPlan
+from hanrag.search.presets import PRESETS
+from hanrag.text.query import analyze_query
 
 # question markers; a query that ends in ? or starts/contains one of these reads as a question
 _EN_Q = re.compile(
@@ -89,8 +92,6 @@ def select_rule(rules: Sequence[RuleConfig], f: QueryFeatures, weak_lexical: boo
 
 def rules_for(cfg: Config) -> list[RuleConfig]:
     """The active rule table: a named preset, or ``search.rules`` when preset = "custom"."""
-    from hanrag.search.presets import PRESETS
-
     preset = cfg.search.preset
     if preset == "custom":
         if not cfg.search.rules:
@@ -115,9 +116,6 @@ class QueryPlanner:
 
     def plan(self, query: str, mode: str = "hybrid") -> tuple[QueryPlan, dict[str, float]]:
         """The plan and the weighted BM25 query (token -> weight, expansions included)."""
-        from hanrag.language import detect_lang, hanja_ratio
-        from hanrag.text.query import analyze_query
-
         if mode not in ("hybrid", "bm25", "dense"):
             raise ValueError(f"mode must be hybrid, bm25 or dense, got {mode!r}")
         lang = detect_lang(query)
@@ -160,9 +158,3 @@ def _mode_weights(rule: RuleConfig, mode: str) -> tuple[float, float]:
     if mode == "dense":
         return 0.0, 1.0
     return float(rule.bm25), float(rule.dense)
-
-
-def matched(weights: Mapping[str, float], tokens: Sequence[str]) -> tuple[str, ...]:
-    """The query tokens (from ``weights``) that occur in a chunk's token list."""
-    have = set(tokens)
-    return tuple(t for t in weights if t in have)

@@ -4,11 +4,19 @@ Fed with the top ``candidates`` of the fused list (good recall, small enough for
 a CPU), scored in batches with a maximum sequence length. The final score is the
 reranker's score min-max-normalised over the batch, optionally blended with the
 fused score normalised the same way: ``(1 - blend) * rerank + blend * fused``.
+
+:func:`get_reranker` hands out one loaded model per configuration and process: the
+searcher asks for it on the first reranked query (threads of a server may ask at once;
+the model is loaded once) and again after every index swap, which then reuses it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,3 +80,25 @@ class Reranker:
         if self.cfg.blend > 0:
             final = (1.0 - self.cfg.blend) * final + self.cfg.blend * minmax(np.asarray(fused, dtype=np.float64))
         return RerankResult(raw, final, time.perf_counter() - t)
+
+
+_LOADED: OrderedDict[str, Reranker] = OrderedDict()  # config key -> model, most recently used last
+_LOADED_MAX = 2  # an old and a new config side by side while a server swaps; more would hold GBs of weights
+_LOCK = threading.Lock()
+
+
+def get_reranker(cfg: RerankConfig, device: str | None = None) -> Reranker:
+    """The loaded cross-encoder for ``cfg``: loaded once per configuration and process, under a lock.
+
+    One lock for all loads: a second thread asking while the first loads waits and gets the same model,
+    rather than loading a second copy of its weights."""
+    key = json.dumps([dataclasses.asdict(cfg), device], sort_keys=True)
+    with _LOCK:
+        model = _LOADED.get(key)
+        if model is None:
+            model = Reranker(dataclasses.replace(cfg), device)  # a copy: a later edit of cfg is a new key
+            _LOADED[key] = model
+            while len(_LOADED) > _LOADED_MAX:
+                _LOADED.popitem(last=False)
+        _LOADED.move_to_end(key)
+        return model

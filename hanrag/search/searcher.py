@@ -125,9 +125,9 @@ class Searcher:
     @property
     def reranker(self):
         if self._reranker is None and self.cfg.search.rerank.model:
-            from hanrag.search.rerank import Reranker
+            from hanrag.search.rerank import get_reranker  # lazy: only configs with a reranker load torch
 
-            self._reranker = Reranker(self.cfg.search.rerank)
+            self._reranker = get_reranker(self.cfg.search.rerank)  # one model per config, kept across swaps
         return self._reranker
 
     def index_langs(self) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ become expansions (so the query 甲木 finds Korean text saying 갑목) — see
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -113,9 +114,9 @@ class Analyzer:
 
     def identity(self) -> dict:
         """Everything that decides the tokens, for the index manifest (a query must be analysed alike)."""
-        import jieba
-        import kiwipiepy
+        from importlib.metadata import version
 
+        # the installed versions, read without importing either library (a build or search may need neither)
         return {
             "analyzer_version": ANALYZER_VERSION,
             "en_stem": self.cfg.en_stem,
@@ -123,8 +124,10 @@ class Analyzer:
             "hanja_readings": self.cfg.hanja_readings,
             "opencc": self.cfg.opencc,
             "lexicon_hash": self.lexicon.content_hash() if self.lexicon is not None else "",
-            "kiwipiepy": kiwipiepy.__version__,
-            "jieba": jieba.__version__,
+            "kiwipiepy": version("kiwipiepy"),
+            "jieba": version("jieba"),
+            # these change tokens too (t2s tables, Snowball stems, Hanja readings): an upgrade must not mix them
+            **{dist: _dist_version(dist) for dist in ("OpenCC", "PyStemmer", "hanja")},
         }
 
     def identity_hash(self) -> str:
@@ -132,6 +135,14 @@ class Analyzer:
 
         blob = json.dumps(self.identity(), sort_keys=True, ensure_ascii=False).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _dist_version(dist: str) -> str:
+    """An installed distribution's version, read from its metadata (no import); "" when absent."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
 
 _CACHE: dict[str, Analyzer] = {}

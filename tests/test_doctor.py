@@ -1,0 +1,34 @@
+"""`hanrag doctor` compares the analyzer the index was built with (settings and tokenizer library versions)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+from hanrag.config import Config
+from hanrag.doctor import diagnose
+from hanrag.index.build import build_from_chunks
+from hanrag.index.snapshot import open_snapshot
+from hanrag.records import Chunk
+
+
+def _build(tmp_path, cfg):  # noqa: ANN001, ANN202
+    text = "Rotating signing keys regularly keeps tokens safe."
+    chunks = [Chunk(chunk_id="c0", doc_id="d0", text=text, start=0, end=len(text), lang="en")]
+    build_from_chunks(chunks, tmp_path / "ix", cfg, progress=False)
+    return tmp_path / "ix"
+
+
+def test_manifest_analyzer_names_every_tokenizer_library(tmp_path):
+    ident = open_snapshot(_build(tmp_path, Config())).manifest["analyzer"]
+    for dist in ("OpenCC", "PyStemmer", "hanja"):
+        assert ident[dist] == importlib.metadata.version(dist)
+    assert ident["kiwipiepy"] and ident["jieba"]
+
+
+def test_doctor_flags_an_analyzer_change(tmp_path):
+    index = _build(tmp_path, Config())
+    assert "analyzer-changed" not in {p.code for p in diagnose(index, Config())}
+    unstemmed = Config()
+    unstemmed.text.en_stem = False
+    problem = next(p for p in diagnose(index, unstemmed) if p.code == "analyzer-changed")
+    assert problem.severity == "error" and "en_stem: True -> False" in problem.message and "rebuild" in problem.fix
