@@ -127,9 +127,16 @@ class MemoryBackend:
         return (self.vectors[idx] @ np.asarray(qvec, dtype=np.float32)).astype(np.float64)
 
     def duplicates_of(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """As the embedded snapshot names them: each duplicate's source (else path, else doc id), once, and
+        never the kept chunk's own source."""
         out: dict[str, list[str]] = {}
         wanted = set(chunk_ids)
         for dup, kept in self.dup_of.items():
-            if kept in wanted:
-                out.setdefault(kept, []).append(self.chunks[self.pos[dup]].source or self.chunks[self.pos[dup]].doc_id)
-        return {k: tuple(v) for k, v in out.items()}
+            if kept not in wanted:
+                continue
+            c, own = self.chunks[self.pos[dup]], self.chunks[self.pos[kept]]
+            name = c.source or c.path or c.doc_id
+            names = out.setdefault(kept, [])
+            if name != (own.source or own.path) and name not in names:
+                names.append(name)
+        return {k: tuple(v) for k, v in out.items() if v}
