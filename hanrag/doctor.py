@@ -78,7 +78,10 @@ def _analyzer_check(built: dict[str, Any] | None, cfg: Config, problems: list[Pr
     tokenizer library versions): an upgraded Kiwi, jieba, OpenCC, PyStemmer or hanja cuts queries differently."""
     if not built:
         return
-    now = get_analyzer(cfg).identity()
+    try:
+        now = get_analyzer(cfg).identity()
+    except LexiconError:
+        return  # the lexicon check reports it; without the lexicon there is no analyzer to compare
     diff = sorted(k for k in built.keys() | now.keys() if built.get(k) != now.get(k))
     if diff:
         shown = ", ".join(f"{k}: {built.get(k, '—')} -> {now.get(k, '—')}" for k in diff[:6])
