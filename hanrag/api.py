@@ -105,11 +105,30 @@ class Index:
         mode: str = "hybrid",
         filters: Filters | None = None,
         explain: bool = False,
+        preload: bool = False,
     ) -> SearchResult:
         """The hits with the plan the search actually used (rule and weights after the weak-lexical check)
-        and its stage times; safe to call from several threads at once."""
+        and its stage times; safe to call from several threads at once.
+
+        ``preload``: for a cold process's first search (the CLI) — the query's analyzers load in a thread
+        while the model embeds the query here, so the search waits for the slower of the two, not both.
+        The same functions compute the same plan and vector: the result does not change."""
         searcher = self._state[1]  # one read: a concurrent reload cannot switch it mid-search
-        return searcher.run(query, top_k=top_k, mode=mode, filters=filters, explain=explain)
+        qvec = self._preload(searcher, query, mode) if preload else None
+        return searcher.run(query, top_k=top_k, mode=mode, filters=filters, explain=explain, qvec=qvec)
+
+    @staticmethod
+    def _preload(searcher, query: str, mode: str):  # noqa: ANN001, ANN205 - Searcher -> ndarray | None
+        """Plan ``query`` in a thread (loads Kiwi / jieba as its text and lexicon expansions need) while the
+        embedder encodes it here (its C engine or torch runs without the GIL); the query vector, or None."""
+        if not query or not query.strip():
+            return None  # run() reports the empty query
+        planner = threading.Thread(target=_quietly, args=(searcher.plan, query, mode), name="hanrag-preload")
+        planner.start()
+        try:
+            return searcher.embed_query(query) if mode != "bm25" and searcher.embedder is not None else None
+        finally:
+            planner.join()
 
     def plan(self, query: str, mode: str = "hybrid") -> QueryPlan:
         """The plan decided from the query text alone, before retrieval. A hybrid search may still switch
@@ -184,6 +203,14 @@ class Index:
         backend = self._state[0]
         return (f"Index({str(self.index_dir)!r}, backend={backend.name!r}, version={self._state[2]!r}, "
                 f"chunks={backend.count()})")
+
+
+def _quietly(fn, *args: Any) -> None:  # noqa: ANN001
+    """Run ``fn`` for its side effects (loading); an error is left for the real call to raise."""
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001, S110 - the search itself raises it again, with its own handling
+        pass
 
 
 def open(index_dir: str | Path, config: Config | str | Path | None = None) -> Index:  # noqa: A001 - public name

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +19,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from hanrag.config import Config, ConfigError, load_config
+
+# jieba and milvus-lite import pkg_resources, which setuptools >= 80.9 (llama-index-core needs it, see
+# pyproject's milvus extra) flags at every import: a dependency's deprecation, nothing a user can act on
+warnings.filterwarnings("ignore", message="pkg_resources is deprecated as an API", category=UserWarning)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="hanrag: multilingual retrieval for RAG.")
 console = Console()
@@ -317,7 +322,7 @@ def milvus_push(
     json_out: JsonOpt = False,
 ) -> None:
     """Push an index's current snapshot into Milvus: only chunks whose content hash changed are written."""
-    from hanrag.backends.milvus import MilvusError
+    from hanrag.backends.milvus import MilvusError, redact_uri
     from hanrag.index.store import IndexLoadError
 
     cfg, backend = _milvus_backend(config, uri, collection, complete=False)
@@ -328,11 +333,11 @@ def milvus_push(
     except MilvusError as exc:
         fail(str(exc), "rerun the push once the problem is fixed: it resumes by content hash")
     if json_out:
-        print_json({"uri": cfg.milvus.uri, "collection": cfg.milvus.collection, **report.to_dict()})
+        print_json({"uri": redact_uri(cfg.milvus.uri), "collection": cfg.milvus.collection, **report.to_dict()})
     else:
         console.print(
-            f"{cfg.milvus.collection} @ {cfg.milvus.uri}: {report.upserted} upserted, {report.deleted} deleted, "
-            f"{report.unchanged} unchanged, {report.total} chunks"
+            f"{cfg.milvus.collection} @ {redact_uri(cfg.milvus.uri)}: {report.upserted} upserted, "
+            f"{report.deleted} deleted, {report.unchanged} unchanged, {report.total} chunks"
             + (", BM25 re-normalised" if report.renormalized else "")
             + f" ({report.seconds:.1f} s)"
         )
@@ -362,14 +367,24 @@ def milvus_status(
 # --- serve, init --------------------------------------------------------------------------------
 
 
+def _milvus_errors(cfg: Config) -> tuple[type[Exception], ...]:
+    """MilvusError when the Milvus backend is configured, else nothing to catch: importing it loads pymilvus,
+    which an embedded search never needs."""
+    if cfg.backend.kind != "milvus":
+        return ()
+    from hanrag.backends.milvus import MilvusError
+
+    return (MilvusError,)
+
+
 def open_index(index: Path, cfg: Config):  # noqa: ANN201 - hanrag.api.Index
     """Open an index for search (``[backend] kind``: the folder, or the [milvus] collection), or fail with one
     line naming the problem."""
     import hanrag
-    from hanrag.backends.milvus import MilvusError
     from hanrag.embed import EmbedderError
     from hanrag.index.store import IndexLoadError
 
+    MilvusError = _milvus_errors(cfg)  # noqa: N806 - the exception class(es), named as they are caught
     remote = cfg.backend.kind == "milvus"
     if remote and not cfg.milvus.uri:
         fail("milvus.uri is not set", "set [milvus] uri in hanrag.toml or HANRAG_MILVUS__URI")
@@ -423,6 +438,47 @@ def serve(
         console.print("[dim]POST /index/rebuild is off: no corpus root (--corpus or server.corpus_root)[/]")
     try:
         run_server(index, cfg, host=host, port=port, index=idx)
+    except ServerError as exc:
+        fail(str(exc), "choose another --port")
+
+
+# --- mcp: the index as tools for agents (hanrag[mcp], hanrag/integrations/mcp.py) ---------------
+
+
+@app.command("mcp")
+def mcp_cmd(
+    index: Annotated[Path, typer.Argument(help="index folder (from `hanrag build`)")],
+    http: Annotated[bool, typer.Option("--http", help="streamable HTTP on 127.0.0.1 instead of stdio")] = False,
+    port: Annotated[
+        int | None, typer.Option("--port", help="TCP port for --http (default: server.port)", min=1, max=65535)
+    ] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Serve the index to agents over MCP: tools search, get_chunk, get_document, stats (needs hanrag[mcp]).
+
+    stdio by default: only the process that spawned it talks to it, so no API key is asked for. --http
+    serves http://127.0.0.1:PORT/mcp with the HTTP server's rules (X-API-Key when a key is configured).
+    """
+    import contextlib
+
+    try:
+        from hanrag.integrations import mcp as mcp_server
+    except ImportError as exc:
+        fail(str(exc))
+    from hanrag.server import ServerError, api_key_for
+
+    if port is not None and not http:
+        fail("--port applies to --http only (stdio has no port)")
+    cfg = load(config)
+    # stdout is the stdio transport's wire: whatever loading prints goes to stderr
+    with contextlib.redirect_stdout(sys.stderr):
+        idx = open_index(index, cfg)
+    if http:
+        port = cfg.server.port if port is None else port
+        err_console.print(f"hanrag mcp: {idx!r}\nstreamable HTTP: http://127.0.0.1:{port}{mcp_server.MCP_PATH}   "
+                          + ("API key: required (X-API-Key header)" if api_key_for(cfg) else "API key: none"))
+    try:
+        mcp_server.serve(index, cfg, http=http, port=port, index=idx)
     except ServerError as exc:
         fail(str(exc), "choose another --port")
 
@@ -496,35 +552,52 @@ def search(
     backend: Annotated[
         str | None, typer.Option("--backend", help="embedded | milvus (default: [backend] kind; milvus ignores INDEX)")
     ] = None,
+    no_server: Annotated[
+        bool, typer.Option("--no-server", help="search in this process even when `hanrag serve` runs on INDEX")
+    ] = False,
 ) -> None:
-    """Search an index: hybrid BM25 + dense with adaptive weights (see --explain)."""
+    """Search an index: hybrid BM25 + dense with adaptive weights (see --explain).
+
+    When a `hanrag serve` of the same index runs on this machine (with the same search settings) the
+    query goes to it, which answers without loading anything; otherwise, or with --no-server, the
+    search runs here, loading only the analyzers and model the query needs."""
     if mode not in ("hybrid", "bm25", "dense"):
         fail(f"--mode must be hybrid, bm25 or dense, got {mode!r}")
     for lg in lang or ():
         if lg not in ("ko", "zh", "en"):
             fail(f"--lang must be ko, zh or en, got {lg!r}")
-    from hanrag.backends.milvus import MilvusError
-
     cfg = load(config)
     if backend is not None:
         if backend not in ("embedded", "milvus"):
             fail(f"--backend must be embedded or milvus, got {backend!r}")
         cfg.backend.kind = backend
-    idx = open_index(index, cfg)
     filters = _filters(lang, tier, provenance, source, label)
-    try:
-        res = idx.search_result(query, top_k=top_k, mode=mode, filters=filters, explain=explain)
-        plan, hits = res.plan, res.hits  # the plan as used (hybrid may switch rule once BM25 ran)
-    except ValueError as exc:
-        fail(str(exc))
-        return
-    except MilvusError as exc:
-        fail(str(exc), "check that the Milvus server is up and milvus.uri is right")
-        return
+    answered = None
+    if not no_server and cfg.backend.kind == "embedded":
+        from hanrag.server.client import search_via_server
+
+        answered = search_via_server(index, cfg, query, top_k, mode, filters, explain)
+    if answered is not None:
+        plan, hits = answered
+    else:
+        plan, hits = _search_here(index, cfg, query, top_k, mode, filters, explain)
     if json_out:
         print_json({"plan": plan.to_dict(), "hits": [h.to_dict() for h in hits]})
         return
     _render_hits(plan, hits, explain)
+
+
+def _search_here(index: Path, cfg: Config, query: str, top_k: int, mode: str, filters, explain: bool):  # noqa: ANN001, ANN202
+    """(plan, hits) of an in-process search, or fail with one line."""
+    milvus_error = _milvus_errors(cfg)
+    idx = open_index(index, cfg)
+    try:
+        res = idx.search_result(query, top_k=top_k, mode=mode, filters=filters, explain=explain, preload=True)
+    except ValueError as exc:
+        fail(str(exc))
+    except milvus_error as exc:
+        fail(str(exc), "check that the Milvus server is up and milvus.uri is right")
+    return res.plan, res.hits  # the plan as used (hybrid may switch rule once BM25 ran)
 
 
 def _render_hits(plan, hits, explain: bool) -> None:  # noqa: ANN001 - QueryPlan, list[Hit]
@@ -627,8 +700,8 @@ def _eval_sets(folders: list[Path], cfg: Config, mixed: bool, done):  # noqa: AN
     """Build a temporary index from eval corpora (one chunk per doc) and run the ablations on it."""
     import tempfile
 
-    from hanrag.embed import load_embedder
-    from hanrag.eval import EvalTask, load_eval_set, run_ablations
+    from hanrag.embed_cache import build_embedder
+    from hanrag.eval import EvalTask, embed_corpus, load_eval_set, run_ablations
     from hanrag.index.build import build_from_chunks
     from hanrag.language import detect_lang
     from hanrag.lexicon import load_lexicons
@@ -641,7 +714,8 @@ def _eval_sets(folders: list[Path], cfg: Config, mixed: bool, done):  # noqa: AN
     except (FileNotFoundError, ValueError, KeyError) as exc:
         fail(str(exc))
         return {}, ""
-    embedder = load_embedder(cfg.embedder)
+    embedder = build_embedder(cfg.embedder)  # the machine vector cache: a second eval embeds nothing
+    note = (lambda text: err_console.print(f"[dim]{text}[/]")) if done is not None else None
     analyzer, lexicon = get_analyzer(cfg), load_lexicons(cfg)
 
     def chunks_of(es, prefix: str) -> list:  # noqa: ANN001
@@ -655,6 +729,7 @@ def _eval_sets(folders: list[Path], cfg: Config, mixed: bool, done):  # noqa: AN
         for n, (group, prefixed) in enumerate(groups):
             chunks = [c for es in group for c in chunks_of(es, f"{es.name}/" if prefixed else "")]
             index_dir = Path(tmp) / f"idx{n}"
+            embed_corpus(embedder, [c.text for c in chunks], note)  # progress lines; the build then reads the cache
             build_from_chunks(chunks, index_dir, cfg, embedder=embedder, analyzer=analyzer, progress=done is not None)
             from hanrag.backends.embedded import EmbeddedBackend
             from hanrag.index.snapshot import open_snapshot
@@ -663,7 +738,7 @@ def _eval_sets(folders: list[Path], cfg: Config, mixed: bool, done):  # noqa: AN
             Searcher(backend, cfg, embedder, analyzer, lexicon)  # fail early on a bad config
             tasks = [EvalTask(es.name, es.queries, es.qrels, f"{es.name}/" if prefixed else "") for es in group]
             part = run_ablations(backend, cfg, tasks, embedder=embedder, analyzer=analyzer, lexicon=lexicon,
-                                 progress=done)
+                                 progress=done, query_progress=note)
             for label, row in part.items():
                 results.setdefault(label, {}).update(row)
     kind = "MIXED index" if mixed else "standalone indexes"

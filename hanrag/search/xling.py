@@ -18,9 +18,10 @@ from __future__ import annotations
 import functools
 import gzip
 import importlib.util
-import logging
+import json
 import os
 import re
+from pathlib import Path
 
 from hanrag.text.english import STOPWORDS
 
@@ -40,17 +41,52 @@ def cedict_path() -> str | None:
     return path if os.path.isfile(path) else None
 
 
+_CACHE_FORMAT = 1  # bump when _build_en_zh changes what it returns
+
+
 @functools.lru_cache(maxsize=1)
 def en_zh_dictionary(per_word: int = 3) -> dict[str, tuple[str, ...]]:
-    """English word -> up to ``per_word`` simplified Chinese words, most frequent first. Empty when unavailable."""
+    """English word -> up to ``per_word`` simplified Chinese words, most frequent first. Empty when unavailable.
+
+    Built once per machine and kept as JSON in hanrag's cache folder (parsing CC-CEDICT takes seconds), keyed
+    by the dictionary file, the jieba version whose frequencies rank it and ``per_word``; any unreadable or
+    malformed cache file is rebuilt."""
     path = cedict_path()
     if path is None:
         return {}
-    import jieba
+    from importlib.metadata import version
 
-    jieba.setLogLevel(logging.WARNING)  # its "Building prefix dict" banner is not for hanrag's users
-    jieba.initialize()
-    freq = jieba.dt.FREQ
+    from hanrag.fsutil import atomic_write_text
+    from hanrag.text.chinese import cache_dir, load_jieba
+
+    # the global dictionary: _build_en_zh ranks by its frequencies, and so does _lookup on every query
+    load_jieba().initialize()
+    stat = os.stat(path)
+    key = f"{_CACHE_FORMAT}-{per_word}-{version('jieba')}-{stat.st_size}-{int(stat.st_mtime)}"
+    try:
+        cached: Path | None = cache_dir() / "xling" / f"en_zh-{key}.json"
+    except OSError:
+        cached = None  # no usable cache folder: parse every time
+    try:
+        data = json.loads(cached.read_text(encoding="utf-8")) if cached is not None else None
+        if isinstance(data, dict) and all(isinstance(v, list) and all(isinstance(w, str) for w in v)
+                                          for v in data.values()):
+            return {str(k): tuple(v) for k, v in data.items()}
+    except (OSError, ValueError):
+        pass
+    out = _build_en_zh(path, per_word)
+    try:
+        if cached is not None:
+            atomic_write_text(cached, json.dumps(out, ensure_ascii=False), mkdir=True)
+    except OSError:
+        pass  # a read-only cache folder: parsed again next time
+    return out
+
+
+def _build_en_zh(path: str, per_word: int) -> dict[str, tuple[str, ...]]:
+    from hanrag.text.chinese import load_jieba
+
+    freq = load_jieba().dt.FREQ  # initialised by en_zh_dictionary
     cands: dict[str, set[str]] = {}
     tagged: set[str] = set()
     with gzip.open(path, "rt", encoding="utf-8") as fh:

@@ -9,23 +9,84 @@ traditional forms are exact.
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
+import threading
+import warnings
 from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
 
-from bm25s.stopwords import STOPWORDS_CHINESE
+from hanrag.text.stopwords import stopwords
 
 # jieba emits single punctuation/space tokens inside runs only in rare cases; runs are pure Han
-STOPWORDS = frozenset(STOPWORDS_CHINESE) | frozenset("的了和是在也有就都而及与或之其")
+STOPWORDS = stopwords("STOPWORDS_CHINESE") | frozenset("的了和是在也有就都而及与或之其")
+
+
+_JIEBA_LOCK = threading.Lock()
+
+
+def cache_dir() -> Path:
+    """hanrag's per-user cache folder: ``$HANRAG_CACHE_DIR``, else ``$XDG_CACHE_HOME/hanrag``, else
+    ``~/.cache/hanrag``; created (private) on first use."""
+    explicit = os.environ.get("HANRAG_CACHE_DIR", "").strip()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    path = Path(explicit).expanduser() if explicit else (Path(xdg) if xdg else Path.home() / ".cache") / "hanrag"
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def _jieba_dir() -> str:
+    """Where jieba keeps its prefix-dictionary cache: hanrag's cache folder, not the shared temp folder (whose
+    ``jieba.cache`` any local user could have written); the temp folder only when the cache folder is unusable."""
+    try:
+        path = cache_dir() / "jieba"
+        path.mkdir(mode=0o700, exist_ok=True)
+        if os.access(path, os.W_OK):
+            return str(path)
+    except OSError:
+        pass
+    return tempfile.gettempdir()
+
+
+def load_jieba() -> ModuleType:
+    """jieba, imported quietly: no "Building prefix dict" banner (its logger), no pkg_resources deprecation
+    warning (its import), its global tokenizer's cache in :func:`cache_dir`. Every hanrag use goes through here."""
+    with _JIEBA_LOCK:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # jieba/_compat.py imports the deprecated pkg_resources
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import jieba
+        logging.getLogger("jieba").setLevel(logging.WARNING)
+        if jieba.dt.tmp_dir is None:
+            jieba.dt.tmp_dir = _jieba_dir()
+        return jieba
+
+
+def new_jieba_tokenizer() -> object:
+    """A private ``jieba.Tokenizer`` over the default dictionary, initialised from a copy of the global one's.
+
+    Copying the global tokenizer's prefix dictionary (untouched by hanrag: user words only go into
+    private instances) takes milliseconds, where loading it again takes a second or more; cross-script
+    translation reads the global one's word frequencies, so a translating search loads the dictionary once.
+    """
+    jieba = load_jieba()
+    jieba.dt.initialize()  # once per process; a no-op when done
+    tokenizer = jieba.Tokenizer()
+    tokenizer.tmp_dir = jieba.dt.tmp_dir
+    with jieba.dt.lock:
+        tokenizer.FREQ, tokenizer.total = dict(jieba.dt.FREQ), jieba.dt.total
+    tokenizer.initialized = True
+    return tokenizer
 
 
 class ChineseTokenizer:
     def __init__(self, opencc_config: str = "t2s", user_words: Iterable[str] = (), readings: bool = True) -> None:
-        import jieba
         import opencc
 
-        jieba.setLogLevel(logging.WARNING)
         self._cc = opencc.OpenCC(opencc_config) if opencc_config else None
-        self._jieba = jieba.Tokenizer()  # private instance: user words never leak into other users of jieba
-        self._jieba.initialize()
+        # a private instance: user words never leak into other users of jieba
+        self._jieba = new_jieba_tokenizer()
         for w in user_words:
             s = self.convert(w)
             self._jieba.add_word(s, freq=max(self._jieba.suggest_freq(s, tune=False), 2000))

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from bm25s.stopwords import STOPWORDS_EN
+from hanrag.text.stopwords import stopwords
 
-STOPWORDS = frozenset(STOPWORDS_EN)
+STOPWORDS = stopwords("STOPWORDS_EN")
 _WORD = re.compile(r"[0-9a-z\u00c0-\u024f]+(?:[+#]+(?![0-9a-z]))?")
 
 
