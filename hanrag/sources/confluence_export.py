@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 from bs4 import BeautifulSoup, Tag
@@ -24,6 +25,23 @@ from hanrag.sources.html import decode_html, html_to_markdown
 
 _PAGE_ID = re.compile(r"_(\d+)\.html?$")
 _MAX_TOTAL = 20  # total uncompressed bytes may be this many times corpus.max_file_bytes (zip bombs)
+_BLOCK = 1 << 16
+
+
+class _TooLarge(Exception):
+    """A member decompressed past its limit (whatever its header said)."""
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
+    """A member's bytes, decompressed block by block and counted as they come: the sizes in a zip's headers
+    are the writer's claim, so the limit holds on the bytes actually produced. Raises :class:`_TooLarge`."""
+    out = bytearray()
+    with archive.open(info) as fh:
+        while block := fh.read(min(_BLOCK, limit + 1 - len(out))):
+            out += block
+            if len(out) > limit:
+                raise _TooLarge
+    return bytes(out)
 
 
 def _page(html: str) -> tuple[str, list[str], str | None, str | None, Tag | None]:
@@ -68,8 +86,20 @@ def read_confluence_export(path: Path, root: Path, cfg: Config) -> tuple[list[Do
                     Finding(where, "warning", "too-large", f"{info.file_size:,} bytes uncompressed; skipped")
                 )
                 continue
-            budget -= info.file_size
-            title, crumbs, author, modified, main = _page(decode_html(archive.read(info)))
+            limit = min(cfg.corpus.max_file_bytes, budget)
+            try:
+                raw = _read_member(archive, info, limit)
+            except _TooLarge:
+                findings.append(Finding(where, "warning", "too-large", f"decompresses past {limit:,} bytes though "
+                                        f"its header says {info.file_size:,}; skipped"))
+                budget -= limit  # what was decompressed counts against the zip's total
+                continue
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError) as exc:
+                findings.append(Finding(where, "warning", "bad-zip-member", f"cannot read it from the zip: {exc}; "
+                                        "skipped"))
+                continue
+            budget -= len(raw)
+            title, crumbs, author, modified, main = _page(decode_html(raw))
             if main is None or not main.get_text(strip=True):
                 findings.append(Finding(where, "info", "empty-page", "exported page has no content; skipped"))
                 continue
