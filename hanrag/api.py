@@ -35,7 +35,7 @@ class Index:
         self.analyzer = get_analyzer(self.config)
         self._embedder = embedder
         self._lock = threading.Lock()
-        self._state = self._open()  # (backend, searcher): replaced as a whole, never mutated
+        self._state = self._open()  # (backend, searcher, version): replaced as a whole, never mutated
 
     # -- loading ------------------------------------------------------------------------------------
     @property
