@@ -82,6 +82,7 @@ TEXTS = [
         "쿠버네티스 파드를 재시작하려면 kubectl로 파드를 삭제한다. 배포가 다시 만든다.",
     ),
     ("ko/ops.md", "ko", 2, "human", ("ops",), "서버 장애 시 로그를 먼저 확인하고 배포를 되돌린다."),
+    ("saju/오행.md", "ko", 1, "human", ("saju",), "오행은 목 화 토 금 수의 다섯 기운이다."),
     ("misc/a[1].md", "en", 3, "human", (), "Search quality depends on tokenization, the index and the query."),
     ("misc/b_2.md", "en", 3, "human", (), "An index snapshot is immutable once published; a build writes a new one."),
     # a near-duplicate in another document: folded into the first chunk ("also in")
@@ -118,6 +119,8 @@ FILTERS = [
     Filters(source_glob="misc/a[[]1].md"),
     Filters(source_glob="misc/?_2.md"),
     Filters(source_glob="nothing/*"),
+    Filters(source_glob="saju/??.md"),  # "?" is one character; LIKE's "_" is one byte (a Hangul syllable is 3)
+    Filters(source_glob="saju/오*"),  # exact: pushed down as a LIKE prefix
     Filters(lang=("en",), tier=(0,), labels=("ops",)),
 ]
 
@@ -491,3 +494,114 @@ def test_expressions_escape_and_glob_superset():
         assert re.fullmatch(rx, name, re.S), (glob, like)
     expr = filters_to_expr(Filters(lang=("ko",), tier=(1,), labels=('x"y',)))
     assert expr == '(lang in ["ko"]) and (tier in [1]) and (array_contains_all(labels, ["x\\"y"]))'
+
+
+def test_glob_to_like_is_exact_only_for_star_globs():
+    from hanrag.backends.milvus import glob_is_exact, glob_to_like
+
+    assert glob_is_exact("runbooks/*") and glob_is_exact("*.md") and glob_is_exact("saju/오*")
+    for glob in ("a?.md", "a[1].md", "k8s_*.md", "100%.md", "a\\b"):
+        assert not glob_is_exact(glob), glob
+    # "?" and "[...]" are one character, LIKE's "_" one byte: they widen to "%" (the exact glob narrows later)
+    assert glob_to_like("saju/??.md") == "saju/%.md" and glob_to_like("a?[bc]x") == "a%x"
+
+
+def test_source_glob_filter_scans_once_per_collection_version(server, embedder, tmp_path):
+    """An exact glob is a pushed-down LIKE (no scan); another glob is resolved with one scan and reused
+    until a write changes the collection, which the next search notices."""
+    from hanrag.backends.milvus import MilvusBackend
+
+    index = tmp_path / "idx"
+    build(index, make_chunks(), embedder)
+    cfg = milvus_cfg(server.uri, "globs")
+    MilvusBackend(cfg, require_complete=False).sync_from_snapshot(index)
+    mil = MilvusBackend(cfg)
+    scans = []
+    scan = mil._scan
+
+    def counting_scan(collection, fields, expr=""):
+        scans.append(expr)
+        return scan(collection, fields, expr)
+
+    mil._scan = counting_scan
+    qv = embedder.encode_queries(["kubernetes pod"])[0]
+    exact = mil.dense_search(qv, 10, Filters(source_glob="runbooks/*"))
+    assert exact and all(cid.startswith("runbooks/") for cid, _ in exact) and scans == []
+    inexact = Filters(source_glob="*k8s_*.md")
+    first = mil.dense_search(qv, 10, inexact)
+    again = mil.dense_search(qv, 10, inexact)
+    w = query_weights("kubectl pod")
+    assert mil.sparse_search(w, 10, inexact)
+    assert first == again and len(scans) == 1
+    assert {cid for cid, _ in first} == {"runbooks/k8s_pods.md#0", "runbooks/k8s_pods.md#1", "runbooks/k8s_nodes.md#0"}
+    report = mil.delete(["runbooks/k8s_nodes.md#0"])
+    assert report.deleted == 1
+    after = mil.dense_search(qv, 10, inexact)
+    assert len(scans) == 2 and {cid for cid, _ in after} == {"runbooks/k8s_pods.md#0", "runbooks/k8s_pods.md#1"}
+
+
+def test_delete_without_collection_or_meta(server):
+    """Deleting from a collection that does not exist deletes nothing; a collection without its meta row
+    (a push killed while creating it) is refused with the repair, never an AttributeError."""
+    from hanrag.backends.milvus import MilvusBackend, MilvusIncomplete
+
+    mil = MilvusBackend(milvus_cfg(server.uri, "never_pushed"), require_complete=False)
+    report = mil.delete(["a#0", "b#0"])
+    assert (report.deleted, report.total) == (0, 0) and not mil.exists()
+    mil._create(4)  # both collections, no meta row yet: what a push killed right after creating them leaves
+    with pytest.raises(MilvusIncomplete, match="no hanrag meta row.*hanrag milvus push"):
+        mil.delete(["a#0"])
+    with pytest.raises(MilvusIncomplete):  # an incremental write cannot trust what is there either
+        mil.write([make_chunks()[0]], np.ones((1, 4), np.float32), [["restart", "pod"]])
+    mil.write([make_chunks()[0]], np.ones((1, 4), np.float32), [["restart", "pod"]], full=True)  # the repair
+    assert mil.delete([]).total == 1  # nothing asked: nothing written
+    assert mil.delete(["no-such#0"]).deleted == 0
+    assert mil.delete([make_chunks()[0].chunk_id]).deleted == 1 and mil.count() == 0
+
+
+def test_redact_uri():
+    from hanrag.backends.milvus import redact_uri
+
+    assert redact_uri("https://alice:s3cret@milvus.example:19530") == "https://alice:***@milvus.example:19530"
+    assert redact_uri("http://TOKEN123@host:19530/db") == "http://***@host:19530/db"
+    assert redact_uri("http://host:19530") == "http://host:19530"
+    assert redact_uri("/data/milvus.db") == "/data/milvus.db"
+    assert redact_uri("failed: grpc://u:p@h and https://x:y@z") == "failed: grpc://u:***@h and https://x:***@z"
+
+
+def test_credentials_never_shown_in_errors():
+    from hanrag.backends.milvus import MilvusBackend, MilvusUnavailable
+
+    port = free_port()
+    cfg = milvus_cfg(f"http://alice:s3cret-pw@127.0.0.1:{port}", "x", timeout_s=2.0)
+    cfg.milvus.token = "alice:tok-secret"
+    with pytest.raises(MilvusUnavailable) as err:
+        MilvusBackend(cfg)
+    msg = str(err.value)
+    assert f"alice:***@127.0.0.1:{port}" in msg
+    assert "s3cret-pw" not in msg and "tok-secret" not in msg
+
+
+def test_credentials_never_shown_in_stats_or_cli(pair, server, embedder, tmp_path, monkeypatch):
+    """/stats is Index.stats(); `hanrag milvus status/push` print the URI too: all redacted."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from hanrag.api import Index
+    from hanrag.cli import app
+
+    _, _, index = pair
+    uri = server.uri.replace("http://", "http://alice:s3cret-pw@")
+    cfg = milvus_cfg(uri, "parity")
+    cfg.backend.kind = "milvus"
+    st = Index(index, cfg, embedder=embedder).stats()
+    assert st["uri"] == server.uri.replace("http://", "http://alice:***@")
+    assert "s3cret-pw" not in json.dumps(st)
+    monkeypatch.setenv("HANRAG_MILVUS__URI", uri)
+    monkeypatch.setenv("HANRAG_MILVUS__COLLECTION", "parity")
+    runner = CliRunner()
+    for args in (["milvus", "status", "--json"], ["milvus", "status"], ["milvus", "push", str(index), "--json"]):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0, res.output
+        assert "alice:***@" in res.output and "s3cret-pw" not in res.output, args
