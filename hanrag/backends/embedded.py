@@ -3,6 +3,13 @@
 Filters become a boolean mask applied before top-k (never after), and near-duplicate
 rows are masked out of both retrievers: their kept copy is returned instead and
 lists their sources via :meth:`duplicates_of`.
+
+Dense search is exact below :data:`hanrag.index.dense.ANN_MIN_ROWS` chunks and walks the
+snapshot's HNSW graph above. A filter stays a pre-filter there too: a selective one (few
+allowed rows) is answered by exact scoring of the allowed rows only; a broad one by asking
+the graph for enough neighbours that k allowed ones survive (oversampled by the allowed
+share), falling back to exact scoring when too few do. Graph candidates are re-scored with
+the stored vectors, so dense scores are the same numbers :meth:`dense_scores` returns.
 """
 
 from __future__ import annotations
@@ -18,6 +25,13 @@ from hanrag.index import dense
 from hanrag.index.snapshot import Snapshot, open_snapshot
 from hanrag.records import Chunk, Filters
 
+# a filter allowing at most this many rows (or under this share of the index) is searched exactly over
+# the allowed rows: scoring 50k float16 rows takes a few ms, and an oversampled graph walk for a rare
+# filter would visit more (benchmarks/scale.py measures both)
+EXACT_FILTERED_MAX = 50_000
+FILTERED_ANN_MIN_SHARE = 0.1
+OVERSAMPLE = 1.5  # graph candidates per wanted result, over 1/allowed share
+
 
 class EmbeddedBackend:
     name = "embedded"
@@ -27,7 +41,7 @@ class EmbeddedBackend:
         self._masks: OrderedDict[Filters, np.ndarray] = OrderedDict()
 
     @classmethod
-    def open(cls, index_dir: str | Path, *, verify: bool = True) -> EmbeddedBackend:
+    def open(cls, index_dir: str | Path, *, verify: bool | str = True) -> EmbeddedBackend:
         return cls(open_snapshot(index_dir, verify=verify))
 
     def manifest(self) -> dict[str, Any]:
@@ -83,15 +97,35 @@ class EmbeddedBackend:
     def dense_search(self, qvec: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[str, float]]:
         if k <= 0:
             return []
-        rows, scores = dense.top_k(self.snapshot.embeddings, qvec, k, mask=self.mask(filters))
+        rows, scores = self.dense_top_k(qvec, k, self.mask(filters))
         return self._ids(rows, scores)
+
+    def dense_top_k(self, qvec: np.ndarray, k: int, mask: np.ndarray, *, exact: bool = False
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, cosine) of the k best allowed rows; ``exact`` forces the brute-force reference."""
+        snap = self.snapshot
+        ann = snap.ann
+        if exact or ann is None:
+            return dense.top_k(snap.embeddings, qvec, k, mask=mask)
+        n = len(snap)
+        allowed = int(np.count_nonzero(mask))
+        if allowed <= EXACT_FILTERED_MAX or allowed < FILTERED_ANN_MIN_SHARE * n:
+            return dense.top_k_rows(snap.embeddings, np.flatnonzero(mask), qvec, k)
+        want = min(k, allowed)
+        count = min(n, int(np.ceil(want * OVERSAMPLE * n / allowed)) + 10)
+        rows, _ = ann.search(qvec, count)
+        rows = rows[(rows >= 0) & (rows < n)]
+        rows = rows[np.asarray(mask)[rows]]
+        if rows.size < want:  # the filter removed more than expected near this query
+            return dense.top_k_rows(snap.embeddings, np.flatnonzero(mask), qvec, k)
+        idx, scores = dense.top_k_scores(dense.row_products(snap.embeddings, rows, qvec), k)
+        return rows[idx], scores
 
     def dense_scores(self, qvec: np.ndarray, chunk_ids: Sequence[str]) -> np.ndarray:
         rows = self.snapshot.rows(chunk_ids)
         if rows.size == 0:
             return np.zeros(0, np.float32)
-        q = np.asarray(qvec, dtype=np.float32).reshape(-1)
-        return np.asarray(self.snapshot.embeddings[rows] @ q, dtype=np.float32)
+        return dense.row_products(self.snapshot.embeddings, rows, qvec)
 
     def duplicates_of(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
         out = {}

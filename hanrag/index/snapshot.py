@@ -1,10 +1,18 @@
-"""A published snapshot, loaded read-only: what the embedded backend searches."""
+"""A published snapshot, opened read-only: what the embedded backend searches.
+
+Nothing proportional to the corpus is parsed at open (format 3): chunk records stay in
+``chunks.jsonl`` and are decoded when a row is asked for (``chunks_offsets.npy`` holds each
+record's byte range), chunk ids are found by binary search in ``chunk_ids_sorted.npy``,
+vectors, BM25 arrays, near-duplicate links and the HNSW graph are memory-mapped. So opening a
+million-chunk index takes well under a second and RSS grows only with the pages searches touch.
+"""
 
 from __future__ import annotations
 
 import json
+import mmap
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -12,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from hanrag.index.dense import ANN_FILE, AnnIndex
 from hanrag.index.store import (
     POINTER,
     IndexLoadError,
@@ -22,17 +31,108 @@ from hanrag.index.store import (
 )
 from hanrag.records import Chunk
 
+# --- chunk records: written streaming, read by row ----------------------------------------------
+
+
+def write_chunk_records(directory: Path, chunks: Iterable[Chunk]) -> int:
+    """Write ``chunks.jsonl`` one record at a time, with its byte offsets and the sorted id lookup.
+
+    Holds only the ids and offsets in memory (not the records), so a million-chunk build streams."""
+    offsets = [0]
+    ids: list[bytes] = []
+    with open(directory / "chunks.jsonl", "wb") as fh:
+        for c in chunks:
+            line = (json.dumps(c.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
+            fh.write(line)
+            offsets.append(offsets[-1] + len(line))
+            ids.append(c.chunk_id.encode("utf-8"))
+    width = max((len(i) for i in ids), default=1)
+    id_arr = np.array(ids, dtype=f"S{width}") if ids else np.zeros(0, "S1")
+    order = np.argsort(id_arr, kind="stable")
+    np.save(directory / "chunks_offsets.npy", np.asarray(offsets, np.int64), allow_pickle=False)
+    np.save(directory / "chunk_ids_sorted.npy", id_arr[order], allow_pickle=False)
+    np.save(directory / "chunk_ids_rows.npy", order.astype(np.int64), allow_pickle=False)
+    return len(ids)
+
+
+class ChunkRecords(Sequence[Chunk]):
+    """The snapshot's chunks as a read-only sequence, each record decoded from the mapped file on access."""
+
+    def __init__(self, path: Path, offsets: np.ndarray) -> None:
+        self.path = path
+        self.offsets = offsets
+        self._fh = open(path, "rb")  # noqa: SIM115 - lives as long as the snapshot
+        size = path.stat().st_size
+        if size != int(offsets[-1]):
+            self._fh.close()
+            raise IndexLoadError(f"{path}: {size} bytes, the offsets index says {int(offsets[-1])}; rebuild the index")
+        self._map = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def _one(self, row: int) -> Chunk:
+        s, e = int(self.offsets[row]), int(self.offsets[row + 1])
+        try:
+            return Chunk.from_dict(json.loads(self._map[s:e]))
+        except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
+            raise IndexLoadError(f"{self.path}:{row + 1}: bad chunk record ({exc}); rebuild the index") from None
+
+    def __getitem__(self, row):  # noqa: ANN001, ANN204 - int or slice, as Sequence
+        if isinstance(row, slice):
+            return [self._one(r) for r in range(*row.indices(len(self)))]
+        row = int(row)
+        if row < 0:
+            row += len(self)
+        if not 0 <= row < len(self):
+            raise IndexError(f"chunk row {row} out of range ({len(self)} chunks)")
+        return self._one(row)
+
+    def __iter__(self) -> Iterator[Chunk]:
+        for r in range(len(self)):
+            yield self._one(r)
+
+
+class RowLookup:
+    """chunk id -> row by binary search over the memory-mapped sorted ids (a dict of 1M ids costs ~150 MB
+    and a second to build at every open)."""
+
+    def __init__(self, sorted_ids: np.ndarray, rows: np.ndarray) -> None:
+        self.ids, self.rows = sorted_ids, rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def get(self, chunk_id: str, default: int | None = None) -> int | None:
+        key = chunk_id.encode("utf-8")
+        if not len(self.ids) or len(key) > self.ids.dtype.itemsize:
+            return default
+        i = int(np.searchsorted(self.ids, key))
+        if i < len(self.ids) and self.ids[i] == key:
+            return int(self.rows[i])
+        return default
+
+    def __getitem__(self, chunk_id: str) -> int:
+        row = self.get(chunk_id)
+        if row is None:
+            raise KeyError(chunk_id)
+        return row
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return isinstance(chunk_id, str) and self.get(chunk_id) is not None
+
 
 @dataclass
 class Snapshot:
     path: Path
     manifest: dict[str, Any]
-    chunks: list[Chunk]
-    row_of: dict[str, int]
+    chunks: Sequence[Chunk]  # ChunkRecords: decoded on access
+    row_of: RowLookup
     embeddings: np.ndarray  # (n, d) float32/float16, memory-mapped
     sparse: Any  # hanrag.index.sparse.SparseIndex
-    dup_of: np.ndarray  # int64 per row: kept row, -1 when the row is kept itself
-    doc_rows: dict[str, list[int]] = field(default_factory=dict)
+    dup_of: np.ndarray  # int64 per row: kept row, -1 when the row is kept itself (memory-mapped)
+    ann: AnnIndex | None = None  # the HNSW graph; None when the index is small enough for exact search
+    _doc_rows: dict[str, list[int]] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -40,6 +140,20 @@ class Snapshot:
 
     def __len__(self) -> int:
         return len(self.chunks)
+
+    @property
+    def doc_rows(self) -> dict[str, list[int]]:
+        """doc id -> its rows in text order; built on first use (it reads every record)."""
+        if self._doc_rows is None:
+            doc_rows: dict[str, list[int]] = {}
+            starts: list[int] = []
+            for i, c in enumerate(self.chunks):
+                doc_rows.setdefault(c.doc_id, []).append(i)
+                starts.append(c.start)
+            for rows in doc_rows.values():
+                rows.sort(key=lambda r: (starts[r], r))
+            self._doc_rows = doc_rows
+        return self._doc_rows
 
     @cached_property
     def kept(self) -> np.ndarray:
@@ -53,6 +167,9 @@ class Snapshot:
         for row in np.flatnonzero(self.dup_of >= 0).tolist():
             out.setdefault(int(self.dup_of[row]), []).append(row)
         return {k: tuple(v) for k, v in out.items()}
+
+    def rows_of_doc(self, doc_id: str) -> list[int]:
+        return self.doc_rows.get(doc_id, [])
 
     def also_in(self, row: int) -> tuple[str, ...]:
         """Sources (or paths) of the near-duplicates folded into ``row``, without repeats."""
@@ -72,21 +189,22 @@ class Snapshot:
             raise KeyError(f"unknown chunk id {exc.args[0]!r} in index {self.path}") from None
 
 
-def _load_chunks(path: Path) -> list[Chunk]:
-    chunks = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    chunks.append(Chunk.from_dict(json.loads(line)))
-                except (json.JSONDecodeError, TypeError) as exc:
-                    raise IndexLoadError(f"{path}:{n}: bad chunk record ({exc}); rebuild the index") from None
-    return chunks
+def _npy(path: Path, *, ndim: int, kind: str) -> np.ndarray:
+    """A memory-mapped array of the snapshot, its shape and dtype kind checked."""
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise IndexLoadError(f"{path}: unreadable ({exc}); rebuild the index") from None
+    if arr.ndim != ndim or arr.dtype.kind not in kind:
+        raise IndexLoadError(f"{path}: unexpected array {arr.dtype}{arr.shape} (corrupt index); rebuild the index")
+    return arr
 
 
-def load_snapshot(path: Path, *, verify: bool = True, manifest_sha256: str | None = None) -> Snapshot:
-    """Load one snapshot folder (file checksums verified unless ``verify=False``; the manifest's own
-    checksum, its file list and ``manifest_sha256`` from ``CURRENT`` always are)."""
+def load_snapshot(path: Path, *, verify: bool | str = True, manifest_sha256: str | None = None) -> Snapshot:
+    """Open one snapshot folder. ``verify``: True checks every file's size and the sha256 of small files
+    (big ones by their first/last MiB, :func:`~hanrag.index.store.verify_files`), ``"full"`` the sha256 of
+    every file (``hanrag doctor``), False none; the manifest's own checksum, its file list and
+    ``manifest_sha256`` from ``CURRENT`` always are."""
     from hanrag.index.sparse import SparseIndex
 
     path = Path(path)
@@ -94,44 +212,46 @@ def load_snapshot(path: Path, *, verify: bool = True, manifest_sha256: str | Non
         raise IndexLoadError(f"{path}: snapshot folder missing")
     manifest = read_manifest(path, manifest_sha256)
     if verify:
-        verify_files(path, manifest)
-    chunks = _load_chunks(path / "chunks.jsonl")
-    row_of = {c.chunk_id: i for i, c in enumerate(chunks)}
-    try:
-        embeddings = np.load(path / "embeddings.npy", mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise IndexLoadError(f"{path / 'embeddings.npy'}: unreadable ({exc}); rebuild the index") from None
-    if embeddings.ndim != 2 or embeddings.shape[0] != len(chunks):
+        verify_files(path, manifest, full=verify == "full")
+    offsets = _npy(path / "chunks_offsets.npy", ndim=1, kind="i")
+    if len(offsets) == 0 or int(offsets[0]) != 0:
+        raise IndexLoadError(f"{path / 'chunks_offsets.npy'}: corrupt offsets index; rebuild the index")
+    chunks = ChunkRecords(path / "chunks.jsonl", offsets)
+    n = len(chunks)
+    sorted_ids = _npy(path / "chunk_ids_sorted.npy", ndim=1, kind="S")
+    id_rows = _npy(path / "chunk_ids_rows.npy", ndim=1, kind="i")
+    dup_of = _npy(path / "dup_of.npy", ndim=1, kind="i")
+    if not len(sorted_ids) == len(id_rows) == len(dup_of) == n:
+        raise IndexLoadError(f"{path}: chunk id / duplicate arrays do not match {n} chunks; rebuild the index")
+    row_of = RowLookup(sorted_ids, id_rows)
+    embeddings = _npy(path / "embeddings.npy", ndim=2, kind="f")
+    if embeddings.shape[0] != n:
         raise IndexLoadError(
-            f"{path}: {embeddings.shape} embeddings for {len(chunks)} chunks (corrupt index); rebuild the index"
+            f"{path}: {embeddings.shape} embeddings for {n} chunks (corrupt index); rebuild the index"
         )
     dim = (manifest.get("embedder") or {}).get("dim")
     if dim is not None and embeddings.shape[1] != dim:
         raise IndexLoadError(f"{path}: embeddings have dimension {embeddings.shape[1]}, manifest says {dim}")
-    try:
-        dups = json.loads((path / "duplicates.json").read_text(encoding="utf-8"))
-        links = dups.get("dup_of", {})
-        if not isinstance(links, dict):
-            raise ValueError("dup_of is not an object")
-    except (ValueError, AttributeError) as exc:
-        raise IndexLoadError(f"{path / 'duplicates.json'}: unreadable ({exc}); rebuild the index") from None
-    dup_of = np.full(len(chunks), -1, dtype=np.int64)
-    for dup, kept in links.items():
-        if dup in row_of and kept in row_of:
-            dup_of[row_of[dup]] = row_of[kept]
+    ann_info = manifest.get("dense_index") or {}
+    ann = None
+    if ann_info.get("kind") == "hnsw":
+        try:
+            ann = AnnIndex(path / ANN_FILE, int(ann_info.get("rows", -1)))
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise IndexLoadError(f"{path / ANN_FILE}: cannot open the HNSW graph ({exc}); rebuild the index") from None
+        if len(ann) != n:
+            raise IndexLoadError(f"{path / ANN_FILE}: {len(ann)} vectors for {n} chunks; rebuild the index")
     try:
         sparse = SparseIndex.load(path / "sparse")
     except Exception as exc:  # noqa: BLE001 - any failure here means an unusable index
         raise IndexLoadError(f"{path / 'sparse'}: cannot load the BM25 index ({exc}); rebuild the index") from None
-    doc_rows: dict[str, list[int]] = {}
-    for i, c in enumerate(chunks):
-        doc_rows.setdefault(c.doc_id, []).append(i)
-    for rows in doc_rows.values():
-        rows.sort(key=lambda r: (chunks[r].start, r))
-    return Snapshot(path, manifest, chunks, row_of, embeddings, sparse, dup_of, doc_rows)
+    if sparse.n_docs != n:
+        raise IndexLoadError(f"{path / 'sparse'}: BM25 index of {sparse.n_docs} documents for {n} chunks; "
+                             "rebuild the index")
+    return Snapshot(path, manifest, chunks, row_of, embeddings, sparse, dup_of, ann)
 
 
-def open_snapshot(index_dir: str | Path, *, verify: bool = True) -> Snapshot:
+def open_snapshot(index_dir: str | Path, *, verify: bool | str = True) -> Snapshot:
     """Open whatever snapshot the index's pointer names.
 
     A build may publish (and remove an old snapshot) between reading the pointer and

@@ -39,7 +39,10 @@ from typing import Any
 import numpy as np
 
 FORMAT = "hanrag-index"
-FORMAT_VERSION = 2  # 2: fixed file set, manifest_sha256, CURRENT names the manifest's sha256
+# 2: fixed file set, manifest_sha256, CURRENT names the manifest's sha256
+# 3: memory-mapped chunk records (offsets, sorted ids), dup_of.npy, the HNSW graph dense.usearch,
+#    edges_sha256 of big files (open checks those; `hanrag doctor` checks the full sha256)
+FORMAT_VERSION = 3
 POINTER = "CURRENT"
 SNAPSHOTS = "snapshots"
 TMP_PREFIX = ".tmp-"
@@ -51,7 +54,12 @@ POINTER_SUM = "manifest-sha256"
 SNAPSHOT_FILES = frozenset(
     {
         "chunks.jsonl",
+        "chunks_offsets.npy",
+        "chunk_ids_sorted.npy",
+        "chunk_ids_rows.npy",
+        "dup_of.npy",
         "embeddings.npy",
+        "dense.usearch",
         "duplicates.json",
         "sparse/bm25_vocab.json",
         "sparse/bm25_meta.json",
@@ -61,6 +69,11 @@ SNAPSHOT_FILES = frozenset(
         "sparse/bm25_doc_lens.npy",
     }
 )
+# files up to this size are sha256-verified whenever a snapshot is opened; a bigger one (vectors, the graph
+# at 100k+ chunks: reading 2 GB to hash it would take seconds) gets its size and the sha256 of its first and
+# last MiB checked at open (truncation, a rewritten header or tail), the full sha256 in `hanrag doctor`
+FULL_VERIFY_MAX_BYTES = 32 << 20
+EDGE_BYTES = 1 << 20
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
@@ -116,6 +129,18 @@ def atomic_save_npy(path: Path, array: np.ndarray) -> None:
         os.fsync(fh.fileno())
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def edges_sha256(path: Path) -> str:
+    """sha256 of the first and the last :data:`EDGE_BYTES` of a file (the cheap check of a big file)."""
+    h = hashlib.sha256()
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        h.update(fh.read(EDGE_BYTES))
+        if size > EDGE_BYTES:
+            fh.seek(max(EDGE_BYTES, size - EDGE_BYTES))
+            h.update(fh.read(EDGE_BYTES))
+    return h.hexdigest()
 
 
 def sha256_file(path: Path) -> str:
@@ -292,7 +317,7 @@ class SnapshotWriter:
         for p in sorted(self.path.rglob("*")):
             if p.is_file() and p.name != MANIFEST:
                 rel = p.relative_to(self.path).as_posix()
-                files[rel] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
+                files[rel] = {"sha256": sha256_file(p), "bytes": p.stat().st_size, "edges_sha256": edges_sha256(p)}
         if set(files) != SNAPSHOT_FILES:
             missing, extra = sorted(SNAPSHOT_FILES - set(files)), sorted(set(files) - SNAPSHOT_FILES)
             raise IndexBuildError(f"{self.path}: snapshot files differ from the format (missing {missing}, "
@@ -368,8 +393,8 @@ def read_manifest(snapshot: Path, expected_sha256: str | None = None) -> dict[st
         )
     if version < FORMAT_VERSION:
         raise IndexLoadError(
-            f"{path}: index format version {version} has no manifest checksum (this hanrag reads {FORMAT_VERSION}); "
-            "rebuild the index with `hanrag build`"
+            f"{path}: index format version {version} is older than this hanrag's {FORMAT_VERSION} (no memory-mapped "
+            "records, no HNSW graph); rebuild the index with `hanrag build`"
         )
     own = data.get(MANIFEST_SUM)
     try:
@@ -408,8 +433,11 @@ def read_manifest(snapshot: Path, expected_sha256: str | None = None) -> dict[st
     return data
 
 
-def verify_files(snapshot: Path, manifest: dict[str, Any]) -> None:
-    """Every file of the format exists, as the manifest lists it, with its size and sha256."""
+def verify_files(snapshot: Path, manifest: dict[str, Any], *, full: bool = True) -> None:
+    """Every file of the format exists, as the manifest lists it, with its size and sha256.
+
+    ``full=False`` (opening for search): a file over :data:`FULL_VERIFY_MAX_BYTES` is checked by size and
+    ``edges_sha256`` only, so opening a million-chunk index does not read gigabytes."""
     for rel in sorted(SNAPSHOT_FILES):
         info = manifest["files"][rel]
         p = Path(snapshot) / rel
@@ -417,6 +445,11 @@ def verify_files(snapshot: Path, manifest: dict[str, Any]) -> None:
             raise IndexLoadError(f"{p}: missing file (or not a regular file) of the snapshot; rebuild the index")
         if p.stat().st_size != info.get("bytes"):
             raise IndexLoadError(f"{p}: size differs from the manifest (corrupt index); rebuild the index")
+        if not full and info["bytes"] > FULL_VERIFY_MAX_BYTES:
+            if edges_sha256(p) != info.get("edges_sha256"):
+                raise IndexLoadError(f"{p}: checksum of its first/last MiB differs from the manifest (corrupt "
+                                     "index); rebuild the index")
+            continue
         if sha256_file(p) != info.get("sha256"):
             raise IndexLoadError(f"{p}: checksum differs from the manifest (corrupt index); rebuild the index")
 
