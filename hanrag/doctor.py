@@ -43,7 +43,7 @@ class Problem:
 
 def _index_checks(index_dir: Path, cfg: Config, problems: list[Problem]) -> dict[str, Any] | None:
     try:
-        snap = open_snapshot(index_dir)
+        snap = open_snapshot(index_dir, verify="full")  # every byte hashed: opening for search checks big files cheaply
     except IndexLoadError as exc:
         fix = f"rebuild: hanrag build CORPUS --index {index_dir}"
         problems.append(Problem("error", "index-unreadable", str(exc), fix))
