@@ -1,9 +1,11 @@
 """An :class:`~hanrag.backends.base.IndexBackend` over in-memory arrays.
 
-For tests and quality benchmarks that assemble an index from already-computed
-tokens and embeddings (no snapshot on disk). BM25 is bm25s (same scoring as the
-embedded index); dense is a brute-force inner product. Filters are applied to
-the candidate mask before top-K, like the real backends.
+For tests and quality benchmarks that assemble an index from already-computed tokens and
+embeddings (no snapshot on disk). BM25 is :class:`~hanrag.index.sparse.SparseIndex` — the
+embedded index's own scorer, built from the same tokens — so a benchmark on this backend
+measures the product's scores (``tests/test_backend_parity.py`` checks hits and scores against
+the embedded and Milvus backends for every BM25 method); dense is a brute-force inner product.
+Filters are applied to the candidate mask before top-K, like the real backends.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from hanrag.config import Bm25Config
+from hanrag.index.sparse import SparseIndex
 from hanrag.records import Chunk, Filters
 
 
@@ -31,26 +35,14 @@ class MemoryBackend:
         duplicates: Mapping[str, str] | None = None,
         manifest: dict[str, Any] | None = None,
     ) -> None:
-        import bm25s
-        import scipy.sparse as sp
-
         if not (len(chunks) == len(tokens) == len(vectors)):
             raise ValueError("chunks, tokens and vectors must be aligned")
         self.chunks = list(chunks)
         self.pos = {c.chunk_id: i for i, c in enumerate(self.chunks)}
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        retriever = bm25s.BM25(method=method, k1=k1, b=b)
-        # bm25s drops empty docs' tokens fine, but needs at least one token overall
-        retriever.index([list(t) or [""] for t in tokens], show_progress=False)
-        s = retriever.scores
+        bm25 = Bm25Config(method=method, k1=k1, b=b)
+        self.sparse = SparseIndex.build([[str(t) for t in doc] for doc in tokens], bm25)
         n = len(self.chunks)
-        ncols = len(s["indptr"]) - 1
-        # bm25s adds an empty-string token that has no column; keep only scored tokens
-        self.vocab: dict[str, int] = {t: i for t, i in retriever.vocab_dict.items() if t and i < ncols}
-        # (docs x vocab) matrix of per-token BM25 contributions; a weighted query is one mat-vec
-        self.matrix = sp.csc_matrix((s["data"], s["indices"], s["indptr"]), shape=(n, ncols))
-        self.df = np.diff(np.asarray(s["indptr"]))  # documents per token (column lengths)
-        self.k1, self.method = k1, method
         # duplicate chunk id -> kept chunk id; duplicates never come back on their own
         self.dup_of = dict(duplicates or {})
         self.hidden = np.zeros(n, dtype=bool)
@@ -59,8 +51,9 @@ class MemoryBackend:
         langs: dict[str, int] = {}
         for c in self.chunks:
             langs[c.lang] = langs.get(c.lang, 0) + 1
-        self._manifest = {"backend": "memory", "chunks": n, "langs": langs,
-                          "dense_mean": self.vectors.mean(axis=0).tolist() if n else None, **(manifest or {})}
+        dense_mean = self.vectors.mean(axis=0).tolist() if n else None
+        self._manifest = {"backend": "memory", "chunks": n, "langs": langs, "dense_mean": dense_mean}
+        self._manifest.update(manifest or {})
         self._mask_cache: dict[Filters, np.ndarray] = {}
 
     # -- protocol -----------------------------------------------------------------------------------
@@ -85,46 +78,34 @@ class MemoryBackend:
             self._mask_cache[filters] = m
         return m
 
-    def _all_sparse(self, query: Mapping[str, float]) -> np.ndarray:
-        cols = [(self.vocab[t], w) for t, w in query.items() if t in self.vocab]
-        if not cols:
-            return np.zeros(len(self.chunks), dtype=np.float64)
-        idx = np.array([c for c, _ in cols])
-        w = np.array([w for _, w in cols], dtype=np.float64)
-        return np.asarray(self.matrix[:, idx] @ w).reshape(-1)
-
-    @staticmethod
-    def _top(scores: np.ndarray, mask: np.ndarray, k: int, positive: bool) -> list[int]:
-        ok = mask & (scores > 0) if positive else mask
-        cand = np.flatnonzero(ok)
-        if len(cand) > k:
-            part = np.argpartition(-scores[cand], k - 1)[:k]
-            cand = cand[part]
-        return [int(i) for i in cand[np.argsort(-scores[cand], kind="stable")]]
-
     def sparse_search(
         self, query: Mapping[str, float], k: int, filters: Filters | None = None
     ) -> list[tuple[str, float]]:
-        scores = self._all_sparse(query)
-        return [(self.chunks[i].chunk_id, float(scores[i])) for i in self._top(scores, self._mask(filters), k, True)]
+        if not query or k <= 0:
+            return []
+        rows, scores = self.sparse.top_k(query, k, mask=self._mask(filters))
+        return [(self.chunks[int(r)].chunk_id, float(s)) for r, s in zip(rows, scores, strict=True)]
 
     def sparse_scores(self, query: Mapping[str, float], chunk_ids: Sequence[str]) -> np.ndarray:
-        scores = self._all_sparse(query)
-        return np.array([scores[self.pos[c]] for c in chunk_ids], dtype=np.float64)
+        scores = self.sparse.scores(query)
+        return np.array([scores[self.pos[c]] for c in chunk_ids], dtype=np.float32)
 
     def sparse_ceiling(self, query: Mapping[str, float]) -> float:
-        from hanrag.index.sparse import bm25_ceiling
-
-        df_of = {t: int(self.df[self.vocab[t]]) for t in query if t in self.vocab}
-        return bm25_ceiling(query, df_of, len(self.chunks), self.k1, self.method)
+        return self.sparse.ceiling(query)
 
     def dense_search(self, qvec: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[str, float]]:
-        scores = self.vectors @ np.asarray(qvec, dtype=np.float32)
-        return [(self.chunks[i].chunk_id, float(scores[i])) for i in self._top(scores, self._mask(filters), k, False)]
+        if k <= 0:
+            return []
+        scores = self.vectors @ np.asarray(qvec, dtype=np.float32).reshape(-1)
+        cand = np.flatnonzero(self._mask(filters))
+        if len(cand) > k:
+            cand = cand[np.argpartition(-scores[cand], k - 1)[:k]]
+        order = np.lexsort((cand, -scores[cand]))  # score descending, then row, as the embedded backend
+        return [(self.chunks[int(i)].chunk_id, float(scores[i])) for i in cand[order]]
 
     def dense_scores(self, qvec: np.ndarray, chunk_ids: Sequence[str]) -> np.ndarray:
         idx = [self.pos[c] for c in chunk_ids]
-        return (self.vectors[idx] @ np.asarray(qvec, dtype=np.float32)).astype(np.float64)
+        return (self.vectors[idx] @ np.asarray(qvec, dtype=np.float32).reshape(-1)).astype(np.float32)
 
     def duplicates_of(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """As the embedded snapshot names them: each duplicate's source (else path, else doc id), once, and
