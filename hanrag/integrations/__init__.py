@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hanrag.records import Filters, Hit
+from hanrag.records import Chunk, Filters, Hit
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -145,7 +145,10 @@ def hit_metadata(hit: Hit, explain: bool = False) -> dict[str, Any]:
 
 def citation(hit: Hit) -> str:
     """One quotable line naming where a hit comes from: ``title › heading — source, p. N``."""
-    c = hit.chunk
+    return chunk_citation(hit.chunk)
+
+
+def chunk_citation(c: Chunk) -> str:
     where = " › ".join([c.title, *[h for h in c.headings if h and h != c.title]]) if c.title else " › ".join(c.headings)
     origin = c.source or c.path
     page = f", p. {c.page}" if c.page is not None else ""
@@ -162,6 +165,7 @@ def search(index: Index, query: str, *, top_k: int = 10, mode: str = "hybrid",
 __all__ = [
     "EXTRAS",
     "UnsupportedFilterError",
+    "chunk_citation",
     "citation",
     "filters_from",
     "hit_metadata",
