@@ -26,10 +26,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from hanrag import __version__
 from hanrag.chunking import chunk_document
 from hanrag.config import Config
-from hanrag.embed import Embedder, identity_key, load_embedder
+from hanrag.embed import Embedder, identity_key
 from hanrag.index import store
 from hanrag.index.cache import CACHE_DIR, EmbeddingCache, TokenCache, text_hash
 from hanrag.index.dedup import folded_pairs_report, mark_duplicates
+from hanrag.index.dense import ANN_FILE, build_ann
+from hanrag.index.snapshot import write_chunk_records
 from hanrag.index.sparse import SparseIndex
 from hanrag.records import Chunk, Finding
 from hanrag.text import get_analyzer
@@ -315,6 +317,17 @@ def duplicate_findings(chunks: Sequence[Chunk], cfg: Config) -> list[Finding]:
     ]
 
 
+def _dup_rows(chunks: Sequence[Chunk], dup_map: dict[str, str]) -> np.ndarray:
+    """dup_of per row (the kept row, -1 when kept): what the snapshot memory-maps instead of parsing the map."""
+    out = np.full(len(chunks), -1, np.int64)
+    if dup_map:
+        wanted = set(dup_map) | set(dup_map.values())
+        row_of = {c.chunk_id: i for i, c in enumerate(chunks) if c.chunk_id in wanted}
+        for dup, kept in dup_map.items():
+            out[row_of[dup]] = row_of[kept]
+    return out
+
+
 def build_from_chunks(
     chunks: Sequence[Chunk],
     index_dir: str | Path,
@@ -337,7 +350,10 @@ def build_from_chunks(
         if c.chunk_id in seen:
             raise store.IndexBuildError(f"duplicate chunk id {c.chunk_id!r} (document {c.doc_id})")
         seen.add(c.chunk_id)
-    embedder = embedder or load_embedder(cfg.embedder)
+    if embedder is None:
+        from hanrag.embed_cache import build_embedder  # the machine-wide vector cache (unless embedder.cache = false)
+
+        embedder = build_embedder(cfg.embedder)
     timings: dict[str, float] = {"prepare": round(_t_prepare, 3)}
     with store.build_lock(index_dir):
         store.clean_leftovers(index_dir)
@@ -355,6 +371,8 @@ def build_from_chunks(
             vectors, ntokens, embedded, timings["embedding"] = _embed(
                 chunks, embedder, cache_root, max(1, cfg.embedder.batch_size), task
             )
+            if hasattr(embedder, "save"):  # the machine cache: new vectors are shared with every index now
+                embedder.save()
         t = time.perf_counter()
         dup_map, dedup_info, folded = find_duplicates(chunks, cfg)
         timings["dedup"] = time.perf_counter() - t
@@ -366,10 +384,16 @@ def build_from_chunks(
             sparse.save(writer.path / "sparse")
             timings["sparse"] = time.perf_counter() - t
             t = time.perf_counter()
-            writer.write_jsonl("chunks.jsonl", [c.to_dict() for c in chunks])
+            write_chunk_records(writer.path, chunks)  # streamed, with the offsets and id lookup
+            writer.write_npy("dup_of.npy", _dup_rows(chunks, dup_map))
             dtype = np.float16 if cfg.embedder.dtype == "float16" else np.float32
             writer.write_npy("embeddings.npy", vectors.astype(dtype))
             writer.write_json("duplicates.json", {"dup_of": dup_map, **dedup_info})
+            timings["write"] = time.perf_counter() - t
+            t = time.perf_counter()
+            dense_index = build_ann(vectors, writer.path / ANN_FILE)  # HNSW above ANN_MIN_ROWS chunks
+            timings["ann"] = time.perf_counter() - t
+            t = time.perf_counter()
             tok = _token_stats(ntokens, embedder.max_tokens, embedder.truncates)
             warnings = _warnings(tok)
             n_docs = documents if documents is not None else len({c.doc_id for c in chunks})
@@ -389,6 +413,7 @@ def build_from_chunks(
                 # "calibrated" fusion measures dense scores from
                 "dense_mean": [round(float(x), 6) for x in vectors.mean(axis=0)] if len(chunks) else None,
                 "tokens": tok,
+                "dense_index": dense_index,
                 "dedup": dedup_info,
                 "warnings": warnings,
                 "build": {"added": added, "changed": changed, "removed": removed, "reused": reused,
