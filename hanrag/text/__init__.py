@@ -67,6 +67,49 @@ class Analyzer:
 
         return ChineseTokenizer(self.cfg.opencc, self._han_words, readings=self.cfg.hanja_readings)
 
+    @functools.cached_property
+    def _lexicon_ko(self) -> dict[str, tuple[str, ...]]:
+        """Kiwi's tokens of the Hangul part of every lexicon term and equivalent, from hanrag's cache folder.
+
+        An English or Chinese query often expands to Korean lexicon equivalents (rolling update -> 롤링업데이트);
+        their tokens come from this table so the query does not load Kiwi (seconds) for them. The table is
+        Kiwi's own output, keyed by the analyzer identity (lexicon content, Kiwi version, settings): the tokens
+        are those Kiwi gives. Missing or unreadable, it is computed with Kiwi and written once."""
+        keys = sorted({rest for w in (self.lexicon.words() if self.lexicon is not None else ())
+                       for rest in [split_runs(normalize(w))[2]] if HANGUL.search(rest)})
+        if not keys:
+            return {}
+        from hanrag.text.chinese import cache_dir
+
+        try:
+            path = cache_dir() / "analysis" / f"lexicon-ko-{self.identity_hash()}.json"
+        except OSError:
+            return {}  # no cache folder: Kiwi answers, as it would anyway
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and set(data) == set(keys) and all(
+                isinstance(v, list) and all(isinstance(t, str) for t in v) for v in data.values()
+            ):
+                return {k: tuple(v) for k, v in data.items()}
+        except (OSError, ValueError):
+            pass
+        table = {k: tuple(self._ko.tokenize(k)) for k in keys}
+        try:
+            from hanrag.fsutil import atomic_write_text
+
+            atomic_write_text(path, json.dumps(table, ensure_ascii=False), mkdir=True)
+        except OSError:
+            pass
+        return table
+
+    def _korean(self, rest: str) -> list[str]:
+        """Kiwi's tokens of ``rest``; a lexicon phrase's from the table while Kiwi is not loaded."""
+        if "_ko" not in self.__dict__ and self.lexicon is not None:
+            known = self._lexicon_ko.get(rest)
+            if known is not None:
+                return list(known)
+        return self._ko.tokenize(rest)
+
     def _check(self, lang: str) -> None:
         if lang not in LANGS:
             raise ValueError(f"unknown language {lang!r}; expected one of {', '.join(LANGS)}")
@@ -86,7 +129,7 @@ class Analyzer:
         """Tokens and Hanja readings of ``text`` kept apart (the query planner weights them differently)."""
         self._check(lang)
         han, latin, rest = split_runs(normalize(text))
-        ko = self._ko.tokenize(rest) if HANGUL.search(rest) else []
+        ko = self._korean(rest) if HANGUL.search(rest) else []
         return self._analyze_runs(han, latin, ko)
 
     def tokenize(self, text: str, lang: str) -> list[str]:

@@ -1,0 +1,257 @@
+"""Cold start: a search loads only what it needs, with the same tokens; the CLI uses a running server.
+
+Each "cold" check runs in a fresh interpreter (``sys.modules`` is the evidence of what was loaded),
+against real indexes built here with the bundled embedder, and the server tests start a real
+``hanrag serve`` subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from server_util import TEST_CONFIG, ThreadServer, free_port, write_corpus
+
+import hanrag
+from hanrag.config import load_config
+from hanrag.server import create_app
+from hanrag.server.discovery import SERVE_FILE, read_serve_file
+
+HEAVY = ("kiwipiepy", "jieba", "torch", "transformers", "sentence_transformers", "bm25s", "numba", "scipy",
+         "fastapi", "pymilvus", "opencc", "hanja")
+
+EN_CORPUS = {
+    "deploy.md": "Source: https://example.org/deploy\n\n# Deployment\n\n## Rolling update\n\nA rolling update "
+    "replaces pods one at a time and stops when a readiness probe fails.\n",
+    "cache.md": "Source: https://example.org/cache\n\n# Caching\n\n## Eviction\n\nThe least recently used entry "
+    "is evicted when the cache is full; warm caches cut the latency of repeated queries.\n",
+}
+
+# what a fresh process prints: the plan's tokens and expansions, and the heavy modules it loaded
+PROBE = """
+import json, sys
+import hanrag
+from hanrag.config import load_config
+cfg = load_config(sys.argv[2], env=False)
+idx = hanrag.open(sys.argv[1], cfg)
+if sys.argv[4] == "warm":  # every analyzer loaded first, by texts of every script
+    idx.analyzer.tokenize_many(["한국어 문장입니다", "甲木生於寅月", "plain English"], ["ko", "zh", "en"])
+res = idx.search_result(sys.argv[3], top_k=5, preload=sys.argv[4] == "cold")
+print(json.dumps({
+    "tokens": list(res.plan.tokens), "expansions": [list(e) for e in res.plan.expansions],
+    "hits": [h.chunk.chunk_id for h in res.hits],
+    "loaded": sorted(m for m in sys.argv[5].split(",") if m in sys.modules),
+}, ensure_ascii=False))
+"""
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONWARNINGS": "ignore"}
+
+
+def _build(root: Path, docs: dict[str, str] | None) -> tuple[Path, Path]:
+    corpus = write_corpus(root / "corpus", docs)
+    config = root / "hanrag.toml"
+    config.write_text(TEST_CONFIG, encoding="utf-8")
+    index = root / "index"
+    hanrag.build(corpus, index, load_config(config, env=False), progress=False)
+    return index, config
+
+
+@pytest.fixture(scope="module")
+def en_index(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return _build(tmp_path_factory.mktemp("en"), EN_CORPUS)
+
+
+@pytest.fixture(scope="module")
+def mixed_index(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return _build(tmp_path_factory.mktemp("mixed"), None)
+
+
+def _probe(index: Path, config: Path, query: str, state: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", PROBE, str(index), str(config), query, state, ",".join(HEAVY)],
+                         capture_output=True, text=True, timeout=600, env=_env(), check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_english_search_of_an_english_index_loads_no_korean_or_chinese_analyzer(en_index) -> None:
+    index, config = en_index
+    # "rolling update" expands to the IT lexicon's Korean 롤링업데이트: its Kiwi tokens come from the lexicon
+    # table in the cache folder (written by the first search that needed them, possibly this one)
+    first = _probe(index, config, "rolling update readiness", "cold")
+    cold = _probe(index, config, "rolling update readiness", "cold")
+    assert cold["hits"] and "롤링업데이트" in [t for t, _ in cold["expansions"]], cold
+    assert (first["tokens"], first["expansions"], first["hits"]) == (cold["tokens"], cold["expansions"], cold["hits"])
+    # no Kiwi, no jieba, no torch, no bm25s/numba/scipy, no web framework, no Milvus client
+    assert cold["loaded"] == [], cold["loaded"]
+    warm = _probe(index, config, "rolling update readiness", "warm")
+    assert (warm["tokens"], warm["expansions"], warm["hits"]) == (cold["tokens"], cold["expansions"], cold["hits"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query", ["rollback deployment", "롤백 절차", "甲木 용신", "how do I undo a release"])
+def test_tokens_and_hits_are_the_same_whichever_analyzers_are_loaded(mixed_index, query: str) -> None:
+    index, config = mixed_index
+    cold = _probe(index, config, query, "cold")
+    warm = _probe(index, config, query, "warm")
+    assert {"kiwipiepy", "jieba"} <= set(warm["loaded"])
+    assert (cold["tokens"], cold["expansions"], cold["hits"]) == (warm["tokens"], warm["expansions"], warm["hits"])
+    assert not {"torch", "bm25s", "numba", "fastapi", "pymilvus"} & set(cold["loaded"])
+    if query == "甲木 용신":
+        assert cold["tokens"]  # a query that has tokens at all (the comparison is not of two empty lists)
+
+
+def test_jieba_is_quiet_and_caches_in_hanrags_cache_dir(tmp_path: Path) -> None:
+    code = ("from hanrag.text.chinese import ChineseTokenizer; t = ChineseTokenizer(); "
+            "print(t.analyze('甲木生於寅月')[0])")
+    env = {**_env(), "HANRAG_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300,
+                         check=True)
+    assert "甲木" in out.stdout
+    assert "Prefix dict" not in out.stderr and "Building" not in out.stderr and "pkg_resources" not in out.stderr
+    assert (tmp_path / "cache" / "jieba" / "jieba.cache").is_file()
+
+
+def test_xdg_cache_home_is_honoured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hanrag.text.chinese import cache_dir
+
+    monkeypatch.delenv("HANRAG_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "hanrag" and cache_dir().is_dir()
+
+
+# ----------------------------------------------------------------------------- the warm server
+
+
+def test_health_says_loading_then_ready_and_the_server_is_warm(en_index) -> None:
+    index, config = en_index
+    cfg = load_config(config, env=False)
+    seen: list[tuple[int, str]] = []
+    app = create_app(index, cfg, background=True)
+    with _LoadingServer(app) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            r = c.get("/health")
+            seen.append((r.status_code, r.json()["status"]))
+            if r.status_code == 200:
+                break
+            assert (r.status_code, r.json()["status"]) == (503, "loading")
+            # refused while loading (unless loading finished between the two requests)
+            searched = c.post("/search", json={"query": "cache"})
+            assert searched.status_code == 503 or app.state.context.ready.is_set()
+            if searched.status_code == 503:
+                assert searched.json()["error"] == "the index is still loading"
+            time.sleep(0.05)
+        assert seen[-1] == (200, "ready")
+        analyzer = app.state.index.analyzer
+        assert "_ko" in analyzer.__dict__ and "_zh" in analyzer.__dict__  # loaded before ready
+        assert c.post("/search", json={"query": "cache eviction"}).json()["hits"]
+
+
+class _LoadingServer(ThreadServer):
+    """ThreadServer without its /health check on entry (a loading server answers 503)."""
+
+    def __enter__(self) -> _LoadingServer:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"uvicorn did not start on port {self.port}")
+            time.sleep(0.02)
+        return self
+
+
+# ----------------------------------------------------------------------------- the CLI through a server
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hanrag.cli", *args], capture_output=True, text=True,
+                          timeout=600, env=env or _env())
+
+
+def _start_server(index: Path, config: Path, env: dict[str, str]) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "hanrag.cli", "serve", str(index), "--port", str(port),
+                             "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env)
+    deadline = time.monotonic() + 300
+    while read_serve_file(index) is None:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"hanrag serve did not become ready: {proc.communicate()[0][-2000:]}")
+        time.sleep(0.1)
+    return proc, port
+
+
+def _stop(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return out
+
+
+@pytest.mark.slow
+def test_cli_search_through_a_running_server_prints_what_in_process_search_prints(mixed_index) -> None:
+    index, config = mixed_index
+    key = "cold-start-key"
+    env = {**_env(), "HANRAG_API_KEY": key}
+    proc, port = _start_server(index, config, env)
+    try:
+        info = json.loads((index / SERVE_FILE).read_text())
+        assert info["host"] == "127.0.0.1" and info["port"] == port and info["pid"] == proc.pid
+        assert key not in (index / SERVE_FILE).read_text()  # a hash of the key, never the key
+        cases = [["롤백 절차", "--json"], ["how do I undo a release", "--json", "--explain"],
+                 ["甲木", "--lang", "zh", "-k", "3"], ["rollback", "--mode", "bm25", "--json"]]
+        for args in cases:
+            common = ["search", str(index), *args, "--config", str(config)]
+            via = _cli(*common, env=env)
+            here = _cli(*common, "--no-server", env=env)
+            assert via.returncode == here.returncode == 0, via.stderr + here.stderr
+            assert via.stdout == here.stdout, args
+            assert via.stderr == "" or "error" not in via.stderr
+        # a client without the key cannot use the server: it searches in-process, silently, with the same output
+        nokey = {k: v for k, v in env.items() if k != "HANRAG_API_KEY"}
+        plain = _cli("search", str(index), "롤백 절차", "--json", "--config", str(config), env=nokey)
+        assert plain.returncode == 0 and plain.stdout == _cli("search", str(index), "롤백 절차", "--json",
+                                                             "--config", str(config), "--no-server").stdout
+    finally:
+        log = _stop(proc)
+    # the server answered exactly the searches sent to it: one per case with the key, none without
+    assert log.count('"POST /search HTTP/1.1" 200') == 4, log[-3000:]
+    assert not (index / SERVE_FILE).exists()  # removed on a clean exit
+
+
+def test_a_stale_serve_file_is_ignored(en_index) -> None:
+    index, config = en_index
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    cfg = load_config(config, env=False)
+    from hanrag.server.discovery import ServeInfo, search_fingerprint, write_serve_file
+
+    write_serve_file(index, ServeInfo("127.0.0.1", free_port(), int(dead.stdout), "",
+                                      search_fingerprint(cfg), hanrag.__version__))
+    try:
+        assert read_serve_file(index) is None  # the pid is gone
+        out = _cli("search", str(index), "cache eviction", "--json", "--config", str(config))
+        assert out.returncode == 0 and json.loads(out.stdout)["hits"]
+        # a live pid (this test) but nothing listening: refused, in-process search, same answer
+        write_serve_file(index, ServeInfo("127.0.0.1", free_port(), os.getpid(), "", search_fingerprint(cfg),
+                                          hanrag.__version__))
+        again = _cli("search", str(index), "cache eviction", "--json", "--config", str(config))
+        assert again.returncode == 0 and again.stdout == out.stdout
+        # a file naming a non-loopback address is never used
+        (index / SERVE_FILE).write_text(json.dumps({"host": "192.0.2.1", "port": 80, "pid": os.getpid(),
+                                                    "key_sha256": "", "config": "x", "version": "0"}))
+        assert read_serve_file(index) is None
+    finally:
+        (index / SERVE_FILE).unlink(missing_ok=True)
