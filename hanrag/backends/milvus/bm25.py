@@ -3,10 +3,11 @@
 BM25 factors as ``score(q, d) = Σ_t w_q(t) · idf(t) · tfpart(t, d)``, so each chunk stores
 ``tfpart`` as a sparse vector over hanrag term ids and the query vector carries
 ``w_q(t) · idf(t)``: Milvus' sparse inner product (SPARSE_INVERTED_INDEX, IP, exact) is
-then the BM25 score. Both halves use :mod:`hanrag.index.sparse`'s formulas, with the IDF
-clamped at 0 as bm25s clamps it when it builds the embedded index (robertson's
-``log((N − df + 0.5) / (df + 0.5))`` is negative for a term in more than half the
-documents; bm25s scores such a term 0, and so does this side).
+then the BM25 score. Both halves are :mod:`hanrag.index.sparse`'s formulas, whose IDF is clamped
+at 0 as bm25s clamps it when it builds the embedded index: robertson's
+``log((N − df + 0.5) / (df + 0.5))`` is negative for a term in more than half the documents,
+bm25s scores such a term 0, and Milvus refuses negative sparse values outright
+(``tests/test_backend_parity.py`` holds every method to the embedded scores).
 """
 
 from __future__ import annotations
@@ -14,11 +15,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from hanrag.index.sparse import bm25_idf, bm25_tf_part
-
-
-def query_idf(df: int, n_docs: int, method: str) -> float:
-    """IDF as the embedded index (bm25s) applies it: never below 0."""
-    return max(0.0, float(bm25_idf(df, n_docs, method)))
 
 
 def tf_vector(
@@ -42,7 +38,7 @@ def query_vector(
         if not weight or term not in stats:
             continue
         tid, df = stats[term]
-        idf = query_idf(df, n_docs, method) if df > 0 else 0.0
+        idf = float(bm25_idf(df, n_docs, method)) if df > 0 else 0.0
         if idf > 0:
             vec[tid] = vec.get(tid, 0.0) + float(weight) * idf
     return vec
