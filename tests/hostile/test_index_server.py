@@ -214,7 +214,12 @@ def test_rebuild_summary_counts_after_deleting_2_and_editing_10(tmp_path: Path) 
         path.write_text(path.read_text(encoding="utf-8").replace("dashboards", "latency graphs"), encoding="utf-8")
     second = build_index(corpus, index, cfg, progress=False)
     assert (second.added, second.changed, second.removed, second.reused) == (0, 10, 2, 2)
-    assert "0 added, 10 changed, 2 removed, 2 reused" in "\n".join(second.summary_lines())
+    lines = "\n".join(second.summary_lines())
+    # the summary names the files, then the chunk counts with what "replaced" means
+    assert "files: 10 changed, 2 removed, 2 unchanged" in lines
+    assert "  removed: doc00.md, doc01.md" in lines and "  changed: doc02.md, doc03.md" in lines
+    assert "chunks: 10 replaced, 0 added, 2 removed, 2 unchanged" in lines
+    assert second.files is not None and second.files.changed == tuple(f"doc{i:02d}.md" for i in range(2, 12))
 
 
 # ----------------------------------------------------------------------------- server fixtures
