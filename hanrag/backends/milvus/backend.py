@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ class MilvusBackend(SearchMixin):
         super().__init__(cfg, client=client)
         self._qv_cache = None
         self._glob_cache = OrderedDict()
+        self._glob_lock = threading.Lock()
         if require_complete:
             self._check_complete()
 

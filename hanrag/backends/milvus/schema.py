@@ -7,6 +7,9 @@ upkeep and re-normalisation possible without the index folder.
 
 ``<collection>__terms``: one row per term (hash key, term, term id, df) plus the
 ``meta`` row (N, total length, avgdl_ref, manifest, write state) in ``info``.
+
+pymilvus (the optional ``[milvus]`` extra) is imported where a schema is built, not at the top:
+the rest of this package, and everything importing it for its errors, works without it.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ collection twice for one state of it.
 from __future__ import annotations
 
 import fnmatch
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -40,6 +41,7 @@ def meta_version(meta: Mapping[str, Any] | None) -> tuple | None:
 class SearchMixin(ReadsMixin):
     _qv_cache: tuple[tuple, float, dict[int, float]] | None = None
     _glob_cache: OrderedDict[tuple[str, str], tuple[tuple, str | None]]
+    _glob_lock: threading.Lock
 
     def _put_meta(self, meta: dict[str, Any]) -> None:
         self._qv_cache = None  # statistics change with the meta row
@@ -92,15 +94,17 @@ class SearchMixin(ReadsMixin):
         """``base`` narrowed to the chunks the glob matches exactly, resolved once per collection version."""
         version = meta_version(self._read_meta())
         key = (glob, base)
-        hit = self._glob_cache.get(key)
-        if hit is not None and version is not None and hit[0] == version:
-            self._glob_cache.move_to_end(key)
-            return hit[1]
-        expr = self.resolve_glob(glob, base)
+        with self._glob_lock:  # the server searches from several threads
+            hit = self._glob_cache.get(key)
+            if hit is not None and version is not None and hit[0] == version:
+                self._glob_cache.move_to_end(key)
+                return hit[1]
+        expr = self.resolve_glob(glob, base)  # outside the lock: a scan may take a while
         if version is not None:
-            self._glob_cache[key] = (version, expr)
-            while len(self._glob_cache) > GLOB_CACHE_SIZE:
-                self._glob_cache.popitem(last=False)
+            with self._glob_lock:
+                self._glob_cache[key] = (version, expr)
+                while len(self._glob_cache) > GLOB_CACHE_SIZE:
+                    self._glob_cache.popitem(last=False)
         return expr
 
     def resolve_glob(self, glob: str, base: str) -> str | None:
