@@ -4,7 +4,9 @@ Level 1, sections: a line that is only ``---`` (three or more dashes) and a Mark
 ATX heading at level ≤ ``heading_level`` start a new section. Separator lines belong to
 no section; a heading line is the first line of its section. Lines inside fenced code
 blocks (``````` or ``~~~``) and a leading YAML front matter block never split. A section
-is atomic: no chunk spans two sections and overlap never crosses one.
+is atomic: no chunk spans two sections and overlap never crosses one. A section that is
+only heading lines (``# 스크랩 모음`` right above ``## 첫 글``) is not a section of its own:
+it joins the section that follows, so a heading is never indexed without its text.
 
 Level 2, blocks: paragraphs separated by blank lines; a fenced code block, a table (lines
 starting with ``|``) and a heading line are blocks of their own.
@@ -120,11 +122,18 @@ def split_sections(text: str, heading_level: int = 2) -> list[Section]:
     cur_start = _front_matter_end(text)
     cur_headings: tuple[str, ...] = ()
     fence = ""
+    carried: int | None = None  # start of heading-only lines waiting for the section under them
 
-    def close(end: int) -> None:
-        s, e = _trim(text, cur_start, end)
-        if s < e:
-            sections.append(Section(len(sections), s, e, cur_headings))
+    def close(end: int, *, heading_follows: bool = False) -> None:
+        nonlocal carried
+        s, e = _trim(text, cur_start if carried is None else carried, end)
+        if s >= e:
+            return
+        if heading_follows and _only_headings(text, s, e):
+            carried = s  # joins the next section (a separator or the end keeps it as it is)
+            return
+        carried = None
+        sections.append(Section(len(sections), s, e, cur_headings))
 
     for ls, le in _lines(text, cur_start, len(text)):
         line = text[ls:le]
@@ -145,11 +154,17 @@ def split_sections(text: str, heading_level: int = 2) -> list[Section]:
         if heading and len(heading.group(1)) <= heading_level:
             level = len(heading.group(1))
             title = re.sub(r"[ \t]+#+$", "", (heading.group(2) or "")).strip()
-            close(ls)
+            close(ls, heading_follows=True)
             stack = [h for h in stack if h[0] < level] + [(level, title)]
             cur_start, cur_headings = ls, tuple(h[1] for h in stack if h[1])
     close(len(text))
     return sections
+
+
+def _only_headings(text: str, start: int, end: int) -> bool:
+    """Every non-blank line of ``text[start:end]`` is an ATX heading."""
+    lines = [text[ls:le] for ls, le in _lines(text, start, end)]
+    return all(_HEADING.fullmatch(line) for line in lines if line.strip())
 
 
 def _blocks(text: str, start: int, end: int) -> list[_Block]:

@@ -171,3 +171,16 @@ def test_sample_corpus_config_chunks():
     prepared = prepare_corpus(root, cfg)
     for d in prepared.documents:
         check_invariants(d, cfg.chunking)
+
+
+def test_a_heading_only_section_joins_the_section_under_it():
+    text = "# 스크랩 모음\n\n## 첫 글\n\n쿠버네티스 롤백 절차를 정리한다.\n\n## 둘째 글\n\n인증서 갱신 주기.\n"
+    doc = Document(doc_id="scrap.md", path="scrap.md", title="스크랩", text=text, sources=("https://x",))
+    chunks = chunk_document(doc, ChunkingConfig())
+    assert not any(c.text.strip() == "# 스크랩 모음" for c in chunks)
+    assert chunks[0].text.startswith("# 스크랩 모음\n\n## 첫 글") and "롤백" in chunks[0].text
+    assert chunks[0].headings == ("스크랩 모음", "첫 글")
+    for c in chunks:
+        assert text[c.start:c.end] == c.text
+    # a heading before a separator, or at the very end, stays where it is: nothing follows it to join
+    assert [("# 끝\n")[s.start:s.end] for s in split_sections("# 끝\n")] == ["# 끝"]
