@@ -37,6 +37,9 @@ def inner_products(matrix: np.ndarray, qvec: np.ndarray) -> np.ndarray:
         return np.zeros(0, np.float32)
     if q.shape[0] != matrix.shape[1]:
         raise ValueError(f"query vector has dimension {q.shape[0]}, the index has {matrix.shape[1]}")
+    # a plain ndarray view of the memmap: numpy's matmul on the np.memmap subclass skips BLAS (16 ms instead
+    # of 0.03 ms for 3k x 384 here)
+    matrix = np.asarray(matrix)
     if matrix.dtype == np.float32:
         return np.asarray(matrix @ q, dtype=np.float32)
     out = np.empty(matrix.shape[0], np.float32)
@@ -51,6 +54,7 @@ def row_products(matrix: np.ndarray, rows: np.ndarray, qvec: np.ndarray) -> np.n
     rows = np.asarray(rows, dtype=np.int64)
     if rows.size == 0:
         return np.zeros(0, np.float32)
+    matrix = np.asarray(matrix)
     out = np.empty(rows.size, np.float32)
     for s in range(0, rows.size, _BLOCK):
         out[s : s + _BLOCK] = np.asarray(matrix[rows[s : s + _BLOCK]], dtype=np.float32) @ q
@@ -100,11 +104,12 @@ def _threads() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
-def build_ann(vectors: np.ndarray, path: Path, *, min_rows: int = ANN_MIN_ROWS) -> dict[str, object]:
+def build_ann(vectors: np.ndarray, path: Path, *, min_rows: int | None = None) -> dict[str, object]:
     """Write the HNSW graph of ``vectors`` (row number = key) to ``path``; an empty graph below ``min_rows``
     (exact search serves those). Returns the manifest entry describing it."""
     from usearch.index import Index
 
+    min_rows = ANN_MIN_ROWS if min_rows is None else min_rows
     n = int(vectors.shape[0])
     dim = int(vectors.shape[1]) if vectors.ndim == 2 else 0
     index = Index(ndim=max(dim, 1), metric="ip", dtype="f16", connectivity=CONNECTIVITY,

@@ -1,0 +1,259 @@
+"""A million chunks on one machine: build, open and search a synthetic index of N chunks.
+
+    python benchmarks/scale.py --chunks 100000          # writes benchmarks/results/scale-100000.json
+    python benchmarks/scale.py --chunks 10000 --queries 100
+
+Texts are sentences of the shared eval corpora (../shared/eval: Korean, Chinese, English) sampled
+and recombined into N chunks of 2-5 sentences of one language. Vectors come from a fixed random
+projection of each text's character uni- and bigram counts (:class:`ProjectionEmbedder`): no model
+runs, yet texts that share wording get close vectors, as with a real encoder. The index is built by
+the product's path (:func:`hanrag.index.build.build_from_chunks`: tokenise, embedding cache, dedup,
+BM25, snapshot with the HNSW graph) and then opened in a fresh process, so open time and RSS are what
+a server pays: RSS after open, and its peak under queries. Queries are sentences of the corpora
+(each the start of some chunk, shortened); hybrid search is timed with the query vector given
+(``Searcher.run(qvec=...)``: query embedding excluded), dense search exact vs ANN with recall@10 of
+the graph against exact, also under a language filter (a third of the rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hanrag.config import Config  # noqa: E402
+from hanrag.records import Chunk, Filters  # noqa: E402
+
+EVAL = ROOT.parent / "shared" / "eval"
+CORPORA = {"ko": "korquad1_ko_chunks", "zh": "cmrc2018_zh_chunks", "en": "xquad_en"}
+EXTRA_EN = "cranfield_en"
+RESULTS = ROOT / "benchmarks" / "results"
+_SENT = re.compile(r"(?<=[.!?。！？])\s*")
+
+
+class ProjectionEmbedder:
+    """Deterministic fake encoder: hashed character 1- and 2-gram counts times a fixed Gaussian matrix."""
+
+    dim = 384
+    max_tokens = 512
+    truncates = True
+    buckets = 1 << 14
+
+    def __init__(self, seed: int = 17) -> None:
+        rng = np.random.default_rng(seed)
+        self.proj = rng.standard_normal((self.buckets, self.dim)).astype(np.float32) / np.sqrt(self.dim)
+
+    def _one(self, text: str) -> np.ndarray:
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+        grams = np.concatenate([codes, codes[:-1] * 65599 + codes[1:]]) % self.buckets
+        v = self.proj[grams].sum(axis=0)
+        return v / (np.linalg.norm(v) + 1e-9)
+
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self._one(t) for t in texts]).astype(np.float32)
+
+    encode_queries = encode_passages
+
+    def count_tokens(self, text: str) -> int:
+        return max(1, len(text) // 3)
+
+    def identity(self) -> dict[str, Any]:
+        return {"model": "scale-projection", "dim": self.dim, "revision": "1", "pooling": "sum",
+                "normalize": True, "max_seq_length": self.max_tokens, "query_prefix": "", "passage_prefix": ""}
+
+
+def sentences() -> dict[str, list[str]]:
+    """Sentences (10-400 characters) of each language's corpora."""
+    out: dict[str, list[str]] = {}
+    for lang, name in [*CORPORA.items(), ("en", EXTRA_EN)]:
+        with open(EVAL / name / "corpus.jsonl", encoding="utf-8") as fh:
+            for line in fh:
+                text = json.loads(line)["text"]
+                out.setdefault(lang, []).extend(s.strip() for s in _SENT.split(text) if 10 <= len(s.strip()) <= 400)
+    return out
+
+
+def synthetic_chunks(n: int, seed: int = 0) -> list[Chunk]:
+    """N chunks of 2-5 sentences of one language; 20 chunks per document, a third of the rows per language."""
+    rng = random.Random(seed)
+    pool = sentences()
+    langs = sorted(pool)
+    chunks = []
+    for i in range(n):
+        lang = langs[i % len(langs)]
+        text = " ".join(rng.choice(pool[lang]) for _ in range(rng.randint(2, 5)))
+        doc = f"doc-{i // 20:07d}"
+        chunks.append(Chunk(chunk_id=f"c{i:09d}", doc_id=doc, text=text, start=(i % 20) * 1000,
+                            end=(i % 20) * 1000 + len(text), source=f"{doc}.md", path=f"{doc}.md", lang=lang,
+                            section=i % 20))
+    return chunks
+
+
+def rss_gb() -> tuple[float, float]:
+    """(current RSS, peak RSS) of this process in GB."""
+    vals = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                vals[line.split(":")[0]] = int(line.split()[1]) / 1e6
+    return round(vals.get("VmRSS", 0.0), 3), round(vals.get("VmHWM", 0.0), 3)
+
+
+def pct(ms: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(float(np.percentile(ms, 50)), 2), "p95_ms": round(float(np.percentile(ms, 95)), 2)}
+
+
+def build(n: int, index_dir: Path) -> dict[str, Any]:
+    from hanrag.index.build import build_from_chunks
+
+    t = time.perf_counter()
+    chunks = synthetic_chunks(n)
+    gen_s = time.perf_counter() - t
+    cfg = Config()
+    report = build_from_chunks(chunks, index_dir, cfg, embedder=ProjectionEmbedder(), progress=False)
+    snap = index_dir / "snapshots" / report.snapshot
+    files = {p.relative_to(snap).as_posix(): p.stat().st_size for p in snap.rglob("*") if p.is_file()}
+    cache = sum(p.stat().st_size for p in (index_dir / "cache").rglob("*") if p.is_file())
+    return {"generate_s": round(gen_s, 2), "timings": report.timings, "build_s": report.timings.get("total"),
+            "duplicates": report.dedup.get("duplicates"), "index_bytes": sum(files.values()),
+            "files_bytes": files, "cache_bytes": cache, "build_rss_peak_gb": rss_gb()[1]}
+
+
+def queries(n: int, count: int, seed: int = 1) -> list[tuple[str, str]]:
+    """(language, query text): the first sentence of random chunks, cut to 60 characters."""
+    rng = random.Random(seed)
+    chunks = synthetic_chunks(min(n, 3000), seed=0)  # the same generator: the first rows of the index
+    out = []
+    for c in rng.sample(chunks, min(count, len(chunks))):
+        first = _SENT.split(c.text)[0]
+        out.append((c.lang, first[:60]))
+    return out
+
+
+def serve(index_dir: Path, n: int, count: int) -> dict[str, Any]:
+    """Open the index in this (fresh) process and time searches."""
+    from hanrag.api import Index
+
+    emb = ProjectionEmbedder()
+    rss0 = rss_gb()[0]
+    t = time.perf_counter()
+    index = Index(index_dir, embedder=emb)
+    searcher = index.searcher
+    open_s = time.perf_counter() - t
+    rss_open = rss_gb()[0]
+    backend = searcher.backend
+    qs = queries(n, count)
+    qvecs = emb.encode_queries([q for _, q in qs])
+    out: dict[str, Any] = {"open_s": round(open_s, 3), "rss_before_open_gb": rss0, "rss_after_open_gb": rss_open}
+    # one warm-up of each path (first Kiwi / jieba use loads their dictionaries)
+    for lang in ("ko", "zh", "en"):
+        q = next(q for g, q in qs if g == lang)
+        searcher.run(q, mode="bm25")
+        searcher.run(q, mode="hybrid", qvec=qvecs[0])
+    times: dict[str, list[float]] = {k: [] for k in ("bm25", "hybrid", "dense_exact", "dense_ann",
+                                                       "dense_exact_filtered", "dense_ann_filtered")}
+    recall, recall_f = [], []
+    no_filter = backend.mask(None)
+    lang_masks = {g: backend.mask(Filters(lang=(g,))) for g in ("ko", "zh", "en")}
+    has_ann = getattr(backend.snapshot, "ann", None) is not None
+    for (lang, q), qv in zip(qs, qvecs, strict=True):
+        t = time.perf_counter()
+        searcher.run(q, mode="bm25")
+        times["bm25"].append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        searcher.run(q, mode="hybrid", qvec=qv)
+        times["hybrid"].append((time.perf_counter() - t) * 1000)
+        for tag, mask, rec in (("", no_filter, recall), ("_filtered", lang_masks[lang], recall_f)):
+            t = time.perf_counter()
+            ex, _ = backend.dense_top_k(qv, 10, mask, exact=True)
+            times["dense_exact" + tag].append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            an, _ = backend.dense_top_k(qv, 10, mask)
+            times["dense_ann" + tag].append((time.perf_counter() - t) * 1000)
+            rec.append(len(set(ex.tolist()) & set(an.tolist())) / max(1, len(ex)))
+    rss_now, rss_peak = rss_gb()
+    out.update({f"{k}_{m}": v for k, ms in times.items() for m, v in pct(ms).items()})
+    out.update({"ann": has_ann, "ann_recall_at_10": round(float(np.mean(recall)), 4),
+                "ann_recall_at_10_filtered": round(float(np.mean(recall_f)), 4),
+                "rss_under_queries_gb": rss_now, "rss_peak_gb": rss_peak, "queries": len(qs)})
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chunks", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--index", type=Path, help="index folder (default: a temporary one, removed after)")
+    ap.add_argument("--serve-only", action="store_true", help="(internal) open --index and time searches")
+    ap.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/scale-N.json")
+    args = ap.parse_args()
+    if args.serve_only:
+        print(json.dumps(serve(args.index, args.chunks, args.queries)))
+        return
+    with tempfile.TemporaryDirectory(dir=ROOT / ".cache" if (ROOT / ".cache").is_dir() else None) as tmp:
+        index_dir = args.index or Path(tmp) / "index"
+        b = build(args.chunks, index_dir)
+        print(f"build {args.chunks} chunks: {b['build_s']:.1f}s {b['timings']}", flush=True)
+        # one BLAS thread per search: on this shared 2-core machine OpenBLAS' worker threads wait for a core,
+        # and a 3k x 384 product took 16-58 ms instead of 0.06 ms (a server runs queries side by side anyway)
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        proc = subprocess.run([sys.executable, __file__, "--serve-only", "--index", str(index_dir),
+                               "--chunks", str(args.chunks), "--queries", str(args.queries)],
+                              capture_output=True, text=True, check=False, env=env)
+        if proc.returncode:
+            sys.exit(f"serving failed:\n{proc.stderr[-4000:]}")
+        s = json.loads(proc.stdout.strip().splitlines()[-1])
+    t = b["timings"]
+    result = {
+        "chunks": args.chunks,
+        "build_s": b["build_s"],
+        "build_stages_s": {k: t.get(k) for k in ("tokenize", "embedding", "dedup", "sparse", "write", "ann",
+                                                 "publish")},
+        "build_rss_peak_gb": b["build_rss_peak_gb"],
+        "index_gb": round(b["index_bytes"] / 1e9, 3),
+        "cache_gb": round(b["cache_bytes"] / 1e9, 3),
+        "files_mb": {k: round(v / 1e6, 1) for k, v in sorted(b["files_bytes"].items())},
+        "open_s": s["open_s"],
+        "rss_gb": max(s["rss_under_queries_gb"], s["rss_after_open_gb"]),
+        **s,
+        "hybrid_p50_ms": s["hybrid_p50_ms"],
+        "hybrid_p95_ms": s["hybrid_p95_ms"],
+        "serve_blas_threads": 1,
+        "cpus": os.cpu_count(),
+        "load_avg": os.getloadavg()[0],
+    }
+    rows = [("build (s)", result["build_s"]), *((f"  {k}", v) for k, v in result["build_stages_s"].items()),
+            ("index on disk (GB)", result["index_gb"]), ("open (s)", result["open_s"]),
+            ("RSS after open (GB)", s["rss_after_open_gb"]), ("RSS under queries (GB)", s["rss_under_queries_gb"]),
+            ("bm25 p50/p95 (ms)", f"{s['bm25_p50_ms']} / {s['bm25_p95_ms']}"),
+            ("dense exact p50/p95 (ms)", f"{s['dense_exact_p50_ms']} / {s['dense_exact_p95_ms']}"),
+            ("dense ANN p50/p95 (ms)", f"{s['dense_ann_p50_ms']} / {s['dense_ann_p95_ms']}"),
+            ("ANN recall@10", s["ann_recall_at_10"]),
+            ("dense filtered exact/ANN p50 (ms)", f"{s['dense_exact_filtered_p50_ms']} / "
+                                                  f"{s['dense_ann_filtered_p50_ms']}"),
+            ("ANN recall@10 filtered", s["ann_recall_at_10_filtered"]),
+            ("hybrid p50/p95 (ms, no query embedding)", f"{s['hybrid_p50_ms']} / {s['hybrid_p95_ms']}")]
+    for k, v in rows:
+        print(f"{k:42s} {v}")
+    if not args.no_write:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        path = RESULTS / f"scale-{args.chunks}.json"
+        path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
