@@ -156,10 +156,18 @@ def mark_duplicates(
         return DedupResult(dup_of, 0, 0, threshold)
     order = priority_order(chunks)
     hasher = MinHasher()
-    shingle_sets = [shingles(normalise(chunks[r].text, t2s)) for r in order]
-    sigs = np.stack([hasher.signature(s) for s in shingle_sets])
+    # signatures in one pass without keeping the shingle sets: at 1M chunks those are ~2 GB, and only
+    # positions that share an LSH bucket are ever verified; their sets are recomputed (and kept) on demand
+    sigs = np.empty((n, NUM_PERM), np.uint32)
+    empty = np.zeros(n, dtype=bool)
+    for pos, r in enumerate(order):
+        sh = shingles(normalise(chunks[r].text, t2s))
+        empty[pos] = not sh.size
+        sigs[pos] = hasher.signature(sh)
     buckets = _band_buckets(sigs)
+    del sigs
     band_keys = _position_keys(buckets, n)
+    shingle_sets = _LazyShingles(chunks, order, t2s)
     docs = [chunks[r].doc_id for r in order]
     never = excluded_rows(chunks, exclude)[order]
     kept = np.ones(n, dtype=bool)
@@ -167,7 +175,7 @@ def mark_duplicates(
     pairs: list[FoldedPair] = []
     verified = 0
     for pos in range(n):
-        if never[pos] or not shingle_sets[pos].size:
+        if never[pos] or empty[pos] or pos not in band_keys:
             continue
         earlier: set[int] = set()
         for band, key in band_keys.get(pos, ()):
@@ -189,6 +197,20 @@ def mark_duplicates(
     dup_of[order[dup_positions]] = order[target[dup_positions]]
     groups = len(set(dup_of[dup_of >= 0].tolist()))
     return DedupResult(dup_of, int(dup_positions.size), groups, threshold, tuple(pairs), verified)
+
+
+class _LazyShingles:
+    """Shingle sets by priority position, computed on first use (candidates only)."""
+
+    def __init__(self, chunks: Sequence[Chunk], order: np.ndarray, t2s: Callable[[str], str] | None) -> None:
+        self.chunks, self.order, self.t2s = chunks, order, t2s
+        self.cache: dict[int, np.ndarray] = {}
+
+    def __getitem__(self, pos: int) -> np.ndarray:
+        hit = self.cache.get(pos)
+        if hit is None:
+            hit = self.cache[pos] = shingles(normalise(self.chunks[int(self.order[pos])].text, self.t2s))
+        return hit
 
 
 def _position_keys(buckets: list[dict[int, list[int]]], n: int) -> dict[int, list[tuple[int, int]]]:
