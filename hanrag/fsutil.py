@@ -14,9 +14,10 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def fsync_dir(path: Path) -> None:
@@ -77,6 +78,8 @@ def atomic_write_jsonl(path: str | Path, rows: Iterable[Any], *, mkdir: bool = F
 
 def atomic_save_npy(path: str | Path, array: np.ndarray, *, mkdir: bool = False) -> None:
     """An ``.npy`` file, never pickled (``allow_pickle=False``), atomically."""
+    import numpy as np  # here: the CLI imports this module, and a search through a server needs no NumPy
+
     with atomic_open(path, mkdir=mkdir) as fh:  # streamed: a large array is not copied into memory first
         np.save(fh, array, allow_pickle=False)
 

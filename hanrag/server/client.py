@@ -8,8 +8,8 @@ same result, or the same error, itself. Standard library only, like discovery: t
 
 from __future__ import annotations
 
-import http.client
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from hanrag.server.discovery import ServeInfo, key_sha256, read_serve_file, sear
 
 CONNECT_TIMEOUT_S = 0.5  # a local server accepts at once; anything slower is not worth waiting for
 READ_TIMEOUT_S = 120.0  # a search of a large index on a busy machine
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 
 
 def find_server(index_dir: Path, cfg: Config) -> ServeInfo | None:
@@ -60,25 +61,63 @@ def _filters_body(filters: Filters | None) -> dict[str, Any] | None:
 
 
 def post_search(info: ServeInfo, key: str, body: dict[str, Any]) -> dict[str, Any] | None:
-    """POST /search to the server; the JSON answer, or None on any failure."""
+    """POST /search to the server; the JSON answer, or None on any failure.
+
+    HTTP/1.1 over a plain socket, one request per connection: ``http.client`` would import ``ssl`` and
+    ``email`` (a tenth of a second or more) to talk to a loopback server that sends one JSON body with a
+    Content-Length."""
+    payload = json.dumps(body).encode()
     host = info.host.strip("[]")
-    conn = http.client.HTTPConnection(host, info.port, timeout=CONNECT_TIMEOUT_S)
+    head = [
+        "POST /search HTTP/1.1",
+        f"Host: {'[' + host + ']' if ':' in host else host}:{info.port}",
+        "Content-Type: application/json",
+        "Accept: application/json",
+        f"Content-Length: {len(payload)}",
+        "Connection: close",
+    ]
+    if key and info.key_sha256:
+        head.append(f"{API_KEY_HEADER}: {key}")
     try:
-        conn.connect()
-        conn.sock.settimeout(READ_TIMEOUT_S)
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if key and info.key_sha256:
-            headers[API_KEY_HEADER] = key
-        conn.request("POST", "/search", body=json.dumps(body).encode(), headers=headers)
-        response = conn.getresponse()
-        payload = response.read()
-        if response.status != 200:
-            return None
-        return json.loads(payload)
-    except (OSError, http.client.HTTPException, ValueError):
+        with socket.create_connection((host, info.port), timeout=CONNECT_TIMEOUT_S) as sock:
+            sock.settimeout(READ_TIMEOUT_S)
+            sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
+            raw = _read_all(sock)
+    except (OSError, UnicodeError):
         return None
-    finally:
-        conn.close()
+    return _json_body(raw)
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    parts = []
+    size = 0
+    while True:
+        part = sock.recv(65536)
+        if not part:
+            return b"".join(parts)
+        parts.append(part)
+        size += len(part)
+        if size > MAX_RESPONSE_BYTES:
+            raise OSError("response too large")
+
+
+def _json_body(raw: bytes) -> dict[str, Any] | None:
+    """The JSON body of a complete 200 response with a Content-Length; None for anything else."""
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    if not sep:
+        return None
+    lines = head.decode("latin-1").split("\r\n")
+    status = lines[0].split(" ", 2)
+    if len(status) < 2 or status[1] != "200":
+        return None
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    try:
+        if "content-length" not in headers or int(headers["content-length"]) != len(body):
+            return None  # chunked or cut short: not worth parsing here, search in-process instead
+        data = json.loads(body)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def search_via_server(
