@@ -711,10 +711,10 @@ def eval_cmd(
     config: ConfigOpt = None,
 ) -> None:
     """Ablations (bm25, dense, each fusion, presets, +rerank) with nDCG@10, MRR@10, R@10, R@100."""
-    from hanrag.eval import EvalTask, read_qrels, read_queries, run_ablations, write_report
+    from hanrag.eval import evaluate_sets, judged_task, markdown_report, run_ablations, write_report
 
     cfg = load(config)
-    done = (lambda label: err_console.print(f"[dim]{label} done[/]")) if not json_out else None
+    note = (lambda text: err_console.print(f"[dim]{escape(text)}[/]")) if not json_out else None
     if index is not None:
         if sets or mixed:
             fail("give either --index with --queries/--qrels, or eval set folders, not both")
@@ -725,79 +725,28 @@ def eval_cmd(
                 fail(f"{p}: no such file")
         idx = open_index(index, cfg)
         try:
-            qr = read_qrels(qrels)
-            qs = tuple(q for q in read_queries(queries) if q.qid in qr)
-        except (ValueError, KeyError) as exc:
+            task = judged_task(queries, qrels)
+        except ValueError as exc:
             fail(f"bad eval input: {exc}")
             return
-        if not qs:
-            fail(f"{queries}: no query has a judgement in {qrels}")
-        s = idx.searcher
-        results = run_ablations(s.backend, cfg, [EvalTask(queries.stem, qs, qr)], embedder=idx.embedder,
-                                analyzer=idx.analyzer, lexicon=idx.lexicon, progress=done)
+        results = run_ablations(idx.searcher.backend, cfg, [task], embedder=idx.embedder, analyzer=idx.analyzer,
+                                lexicon=idx.lexicon, progress=(lambda label: note(f"{label} done")) if note else None,
+                                query_progress=note)
         title = f"hanrag eval: {index}"
     else:
         if not sets:
             fail("give eval set folders, or --index INDEX --queries q.jsonl --qrels qrels.tsv")
-        results, title = _eval_sets(list(sets or []), cfg, mixed, done)
+        try:
+            results, title = evaluate_sets(list(sets or []), cfg, mixed=mixed, progress=note)
+        except (FileNotFoundError, ValueError, KeyError) as exc:
+            fail(str(exc))
+            return
     paths = write_report(results, out, title)
     if json_out:
         print_json({"results": results, "files": {k: str(v) for k, v in paths.items()}})
         return
-    from hanrag.eval import markdown_report
-
     console.print(markdown_report(results, title).split("## mrr@10")[0], highlight=False)
     console.print(f"wrote {paths['markdown']}, {paths['json']}, {paths['chart']}")
-
-
-def _eval_sets(folders: list[Path], cfg: Config, mixed: bool, done):  # noqa: ANN001, ANN202
-    """Build a temporary index from eval corpora (one chunk per doc) and run the ablations on it."""
-    import tempfile
-
-    from hanrag.embed_cache import build_embedder
-    from hanrag.eval import EvalTask, embed_corpus, load_eval_set, run_ablations
-    from hanrag.index.build import build_from_chunks
-    from hanrag.language import detect_lang
-    from hanrag.lexicon import load_lexicons
-    from hanrag.records import Chunk
-    from hanrag.search.searcher import Searcher
-    from hanrag.text import get_analyzer
-
-    try:
-        ess = [load_eval_set(f) for f in folders]
-    except (FileNotFoundError, ValueError, KeyError) as exc:
-        fail(str(exc))
-        return {}, ""
-    embedder = build_embedder(cfg.embedder)  # the machine vector cache: a second eval embeds nothing
-    note = (lambda text: err_console.print(f"[dim]{text}[/]")) if done is not None else None
-    analyzer, lexicon = get_analyzer(cfg), load_lexicons(cfg)
-
-    def chunks_of(es, prefix: str) -> list:  # noqa: ANN001
-        return [Chunk(chunk_id=prefix + d.doc_id, doc_id=prefix + d.doc_id, text=d.text, start=0, end=len(d.text),
-                      source=d.source or es.name, path=prefix + d.doc_id, title=d.title, lang=detect_lang(d.text))
-                for d in es.docs]
-
-    groups = [(ess, True)] if mixed else [([es], False) for es in ess]
-    results: dict = {}
-    with tempfile.TemporaryDirectory(prefix="hanrag-eval-") as tmp:
-        for n, (group, prefixed) in enumerate(groups):
-            chunks = [c for es in group for c in chunks_of(es, f"{es.name}/" if prefixed else "")]
-            index_dir = Path(tmp) / f"idx{n}"
-            embed_corpus(embedder, [c.text for c in chunks], note)  # progress lines; the build then reads the cache
-            build_from_chunks(chunks, index_dir, cfg, embedder=embedder, analyzer=analyzer, progress=done is not None)
-            from hanrag.backends.embedded import EmbeddedBackend
-            from hanrag.index.snapshot import open_snapshot
-
-            backend = EmbeddedBackend(open_snapshot(index_dir))
-            Searcher(backend, cfg, embedder, analyzer, lexicon)  # fail early on a bad config
-            tasks = [EvalTask(es.name, es.queries, es.qrels, f"{es.name}/" if prefixed else "") for es in group]
-            part = run_ablations(backend, cfg, tasks, embedder=embedder, analyzer=analyzer, lexicon=lexicon,
-                                 progress=done, query_progress=note)
-            for label, row in part.items():
-                results.setdefault(label, {}).update(row)
-    kind = "MIXED index" if mixed else "standalone indexes"
-    return results, f"hanrag eval ({kind}): " + ", ".join(es.name for es in ess)
-
 
 
 # --- build, doctor --------------------------------------------------------------------------------

@@ -3,14 +3,40 @@
 A set is a folder with ``corpus.jsonl`` ({doc_id, text, source, title?}),
 ``queries.jsonl`` ({qid, text, lang}) and ``qrels.tsv`` (qid, doc_id, relevance).
 Metrics come from ranx (nDCG@10, MRR@10, Recall@10, Recall@100).
+
+``hanrag eval`` is :func:`evaluate_sets` (eval corpora indexed one chunk per document,
+:func:`eval_chunks`) or :func:`judged_task` over an existing index, then
+:func:`run_ablations` and :func:`write_report`. ranx and matplotlib are imported where
+they are used: both are slow to import and only a run or a chart needs them.
 """
 
 from __future__ import annotations
 
+import copy
 import csv
+import io
 import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
+
+from hanrag.backends.embedded import EmbeddedBackend
+from hanrag.config import Config
+from hanrag.embed_cache import build_embedder
+from hanrag.fsutil import atomic_write_bytes
+from hanrag.index.build import build_from_chunks
+from hanrag.index.cache import TokenCache, tokenize_cached
+from hanrag.index.snapshot import open_snapshot
+from hanrag.language import detect_lang
+from hanrag.lexicon import load_lexicons
+from hanrag.records import Chunk
+from hanrag.search.searcher import Searcher
+from hanrag.text import get_analyzer
 
 DEFAULT_METRICS = ("ndcg@10", "mrr@10", "recall@10", "recall@100")
 
@@ -82,8 +108,6 @@ def load_eval_set(folder: str | Path) -> EvalSet:
 
 def find_eval_root() -> Path:
     """``../shared/eval`` from the repository root (or ``HANRAG_EVAL_ROOT``)."""
-    import os
-
     env = os.environ.get("HANRAG_EVAL_ROOT")
     if env:
         return Path(env)
@@ -104,7 +128,7 @@ def evaluate_run(
     Queries with no retrieved document count as zero (ranx needs at least one
     entry per query, so an empty result gets a sentinel doc that is never relevant).
     """
-    from ranx import Qrels, Run, evaluate
+    from ranx import Qrels, Run, evaluate  # lazy: ranx compiles with numba on import (seconds)
 
     full_run = {qid: (run.get(qid) or {"__none__": 0.0}) for qid in qrels}
     scores = evaluate(Qrels(qrels), Run(full_run), list(metrics), make_comparable=True)
@@ -123,8 +147,6 @@ def ablation_configs(cfg) -> dict:  # noqa: ANN001 - Config
     rule preset, the hanrag default, without fill / diversity / cross-lingual, and
     +rerank when ``search.rerank.model`` is set (every other row runs without it).
     """
-    import copy
-
     base = copy.deepcopy(cfg)
     base.search.rerank.model = ""
 
@@ -169,8 +191,6 @@ class Throttle:
     that read well in a log file as well as on a terminal."""
 
     def __init__(self, report, every_s: float = 5.0) -> None:  # noqa: ANN001 - callable(str)
-        import time
-
         self.report, self.every_s, self._clock = report, every_s, time.monotonic
         self._last = -every_s
 
@@ -219,10 +239,6 @@ def run_ablations(
     ``configs``: label -> (mode, Config) instead of :func:`ablation_configs`. ``also``: kept chunk id ->
     doc ids of the near-duplicates folded into it; a hit stands for them too, right after its own document
     (the user gets the same text and sees them in "also in")."""
-    import numpy as np
-
-    from hanrag.search.searcher import Searcher
-
     qvecs: dict[tuple[str, str], np.ndarray] = {}
     if embedder is not None:
         for task in tasks:
@@ -289,50 +305,152 @@ def write_report(
     extra: dict | None = None,
 ) -> dict[str, Path]:
     """report.md, report.json and chart.png (nDCG@10 per set and config) in ``out_dir``; atomic writes."""
-    import os
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": out / "report.md", "json": out / "report.json", "chart": out / "chart.png"}
-
-    def _atomic(path: Path, data: bytes) -> None:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-
-    _atomic(paths["markdown"], markdown_report(results, title).encode())
+    atomic_write_bytes(paths["markdown"], markdown_report(results, title).encode())
     payload = {"title": title, "metrics": list(DEFAULT_METRICS), "results": results, **(extra or {})}
-    _atomic(paths["json"], json.dumps(payload, indent=2, ensure_ascii=False).encode())
-    _atomic(paths["chart"], _chart(results, title))
+    atomic_write_bytes(paths["json"], json.dumps(payload, indent=2, ensure_ascii=False).encode())
+    atomic_write_bytes(paths["chart"], _chart(results, title))
     return paths
 
 
-def _chart(results: dict[str, dict[str, dict[str, float]]], title: str) -> bytes:
-    import io
+BASELINE = "bm25"  # the row the chart measures every other configuration against
 
+
+@dataclass(frozen=True)
+class ChartSeries:
+    label: str
+    values: tuple[float, ...]  # per set: nDCG@10 minus the baseline's (or nDCG@10 itself without one)
+    colour: tuple[float, ...]
+
+
+def chart_series(results: dict[str, dict[str, dict[str, float]]], metric: str = "ndcg@10"
+                 ) -> tuple[list[str], dict[str, float] | None, list[ChartSeries]]:
+    """(sets, the baseline's score per set or None, one series per other configuration, each its own colour).
+
+    Ablation rows differ by a few hundredths on a 0-1 scale: plotted as they are every bar looks the same,
+    so the chart shows each configuration's difference to BM25 (the baseline's own score is in the set's
+    label). tab20 and then hsv colours: no two configurations share one."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import colormaps
+
+    sets = list(dict.fromkeys(s for row in results.values() for s in row))
+    base = {s: results[BASELINE][s][metric] for s in sets if s in results.get(BASELINE, {})} or None
+    labels = [label for label in results if label != BASELINE or base is None]
+    palette = list(colormaps["tab20"].colors)
+    if len(labels) > len(palette):
+        palette += [colormaps["hsv"](i / (len(labels) - len(palette) + 1))[:3]
+                    for i in range(len(labels) - len(palette))]
+    series = []
+    for i, label in enumerate(labels):
+        vals = tuple(results[label].get(s, {}).get(metric, float("nan")) - (base or {}).get(s, 0.0) for s in sets)
+        series.append(ChartSeries(label, vals, tuple(palette[i])))
+    return sets, base, series
+
+
+def chart_figure(results: dict[str, dict[str, dict[str, float]]], title: str):  # noqa: ANN201 - a Figure
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sets = list(dict.fromkeys(s for row in results.values() for s in row))
-    labels = list(results)
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(sets) + 2), 4.5))
-    width = 0.8 / max(1, len(labels))
-    for i, label in enumerate(labels):
-        xs = [j + i * width for j in range(len(sets))]
-        ys = [results[label].get(s, {}).get("ndcg@10", 0.0) for s in sets]
-        ax.bar(xs, ys, width, label=label)
-    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(sets))], sets, rotation=15, fontsize=8)
-    ax.set_ylabel("nDCG@10")
-    ax.set_ylim(0, 1)
-    ax.set_title(title)
-    ax.legend(fontsize=6, ncol=2)
+    sets, base, series = chart_series(results)
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.4 * len(sets) + 3), 4.8))
+    width = 0.8 / max(1, len(series))
+    for i, sr in enumerate(series):
+        ax.bar([j + i * width for j in range(len(sets))], sr.values, width, label=sr.label, color=sr.colour)
+    names = [f"{s}\nBM25 {base[s]:.3f}" if base and s in base else s for s in sets]
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(sets))], names, fontsize=8)
+    if base:
+        ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.set_ylabel("nDCG@10 minus BM25's")
+    else:  # no baseline row: absolute scores on an axis zoomed to them
+        vals = [v for sr in series for v in sr.values if v == v]
+        lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
+        pad = max(0.01, (hi - lo) * 0.15)
+        ax.set_ylim(max(0.0, lo - pad), min(1.0, hi + pad))
+        ax.set_ylabel("nDCG@10")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title(title, fontsize=9)
+    # outside the axes, to the right: the legend never covers a bar
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
     fig.tight_layout()
+    return fig
+
+
+def _chart(results: dict[str, dict[str, dict[str, float]]], title: str) -> bytes:
+    import matplotlib.pyplot as plt
+
+    fig = chart_figure(results, title)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     return buf.getvalue()
+
+
+# -- eval corpora as indexes (hanrag eval SETS) --------------------------------------------------------
+
+
+def eval_chunks(es: EvalSet, prefix: str = "", *, spread_filters: bool = False) -> list[Chunk]:
+    """One chunk per document of an eval set (eval corpora come cut already). ``prefix`` ("<set>/") keeps the
+    ids of several sets apart in one index; ``spread_filters`` gives rows tier 0-2 in turn and the set's name
+    as a label, so filtered searches in benchmarks have something to filter."""
+    return [
+        Chunk(chunk_id=prefix + d.doc_id, doc_id=prefix + d.doc_id, text=d.text, start=0, end=len(d.text),
+              source=d.source or f"{es.name}:{d.doc_id}", path=prefix + d.doc_id, title=d.title,
+              lang=detect_lang(d.text), tier=i % 3 if spread_filters else 0,
+              labels=(es.name,) if spread_filters else ())
+        for i, d in enumerate(es.docs)
+    ]
+
+
+def judged_task(queries: Path, qrels: Path) -> EvalTask:
+    """The queries of ``queries`` that ``qrels`` judges, as one task; ValueError naming the file otherwise."""
+    try:
+        qr = read_qrels(qrels)
+        qs = tuple(q for q in read_queries(queries) if q.qid in qr)
+    except KeyError as exc:
+        raise ValueError(f"{queries}: a query has no {exc} field") from None
+    if not qs:
+        raise ValueError(f"{queries}: no query has a judgement in {qrels}")
+    return EvalTask(queries.stem, qs, qr)
+
+
+def evaluate_sets(
+    folders: Sequence[Path],
+    cfg: Config,
+    *,
+    mixed: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[dict[str, dict[str, dict[str, float]]], str]:
+    """(results, title): each set indexed on its own (or all in one index with ``mixed``), in a temporary
+    folder, and every ablation row run on it. ``progress`` gets a line per finished row and throttled
+    embedding/query progress. Raises FileNotFoundError / ValueError for a bad set folder."""
+    ess = [load_eval_set(f) for f in folders]
+    embedder = build_embedder(cfg.embedder)  # the machine vector cache: a second eval embeds nothing
+    analyzer, lexicon = get_analyzer(cfg), load_lexicons(cfg)
+    groups = [(ess, True)] if mixed else [([es], False) for es in ess]
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="hanrag-eval-") as tmp:
+        for n, (group, prefixed) in enumerate(groups):
+            chunks = [c for es in group for c in eval_chunks(es, f"{es.name}/" if prefixed else "")]
+            index_dir = Path(tmp) / f"idx{n}"
+            embed_corpus(embedder, [c.text for c in chunks], progress)  # progress lines; the build reads the cache
+            build_from_chunks(chunks, index_dir, cfg, embedder=embedder, analyzer=analyzer,
+                              progress=progress is not None)
+            backend = EmbeddedBackend(open_snapshot(index_dir))
+            Searcher(backend, cfg, embedder, analyzer, lexicon)  # fail early on a bad config
+            tasks = [EvalTask(es.name, es.queries, es.qrels, f"{es.name}/" if prefixed else "") for es in group]
+            part = run_ablations(backend, cfg, tasks, embedder=embedder, analyzer=analyzer, lexicon=lexicon,
+                                 progress=(lambda label: progress(f"{label} done")) if progress else None,
+                                 query_progress=progress)
+            for label, row in part.items():
+                results.setdefault(label, {}).update(row)
+    kind = "MIXED index" if mixed else "standalone indexes"
+    return results, f"hanrag eval ({kind}): " + ", ".join(es.name for es in ess)
 
 
 # -- caches shared by the benchmarks (gitignored under <repo>/.cache) ----------------------------------
@@ -343,15 +461,6 @@ TOKEN_CACHE = CACHE_ROOT / "eval_tok"
 
 
 def cached_tokens(analyzer, name: str, texts: list[str], langs: list[str]) -> list[list[str]]:  # noqa: ANN001
-    """Token lists of one eval set's texts, cached per analyzer identity (JSON, written atomically)."""
-    path = TOKEN_CACHE / analyzer.identity_hash() / f"{name}.json"
-    if path.is_file():
-        tokens = json.loads(path.read_text(encoding="utf-8"))
-        if len(tokens) == len(texts):
-            return tokens
-    tokens = analyzer.tokenize_many(texts, langs)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(tokens, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(path)
-    return tokens
+    """Token lists of one eval set's texts: the build's token cache (keyed by analyzer identity, language and
+    text hash), one file per set under ``.cache/eval_tok/<set>/``."""
+    return tokenize_cached(TokenCache.for_analyzer(TOKEN_CACHE / name, analyzer), analyzer, texts, langs)
