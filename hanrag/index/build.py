@@ -28,7 +28,7 @@ from hanrag.chunking import chunk_document
 from hanrag.config import Config
 from hanrag.embed import Embedder, identity_key
 from hanrag.index import store
-from hanrag.index.cache import CACHE_DIR, EmbeddingCache, TokenCache, text_hash
+from hanrag.index.cache import CACHE_DIR, EmbeddingCache, TokenCache, text_hash, tokenize_cached
 from hanrag.index.dedup import folded_pairs_report, mark_duplicates
 from hanrag.index.dense import ANN_FILE, build_ann
 from hanrag.index.snapshot import write_chunk_records
@@ -239,18 +239,7 @@ def _tokenize(chunks: Sequence[Chunk], cfg: Config, cache_root: Path, analyzer: 
         analyzer = get_analyzer(cfg)
     ident = analyzer.identity()
     cache = TokenCache(cache_root, identity_key(ident))
-    keys = [f"{c.lang}:{text_hash(c.text)}" for c in chunks]
-    missing = [i for i, k in enumerate(keys) if k not in cache.data]
-    if missing:
-        texts = [chunks[i].text for i in missing]
-        langs = [chunks[i].lang for i in missing]
-        many = getattr(analyzer, "tokenize_many", None)
-        toks = many(texts, langs) if many else [analyzer.tokenize(t, g) for t, g in zip(texts, langs, strict=True)]
-        for i, t in zip(missing, toks, strict=True):
-            cache.data[keys[i]] = list(t)
-        cache.dirty = True
-    cache.save(set(keys))
-    return [cache.data[k] for k in keys], ident
+    return tokenize_cached(cache, analyzer, [c.text for c in chunks], [c.lang for c in chunks]), ident
 
 
 def _embed(

@@ -99,6 +99,7 @@ class TokenCache:
     """Index tokens keyed by (language, sha256 of text), for one analyzer identity."""
 
     def __init__(self, root: Path, analyzer_key: str) -> None:
+        self.root = root
         self.path = root / f"tokens-{analyzer_key}.json"
         try:
             self.data: dict[str, list[str]] = json.loads(self.path.read_text(encoding="utf-8"))
@@ -113,5 +114,31 @@ class TokenCache:
         data = {k: v for k, v in self.data.items() if k in keep}
         atomic_write_bytes(self.path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
 
+    @classmethod
+    def for_analyzer(cls, root: Path, analyzer: Any) -> TokenCache:
+        return cls(root, identity_key(analyzer.identity()))
 
-__all__ = ["CACHE_DIR", "EmbeddingCache", "TokenCache", "text_hash"]
+
+def token_key(text: str, lang: str) -> str:
+    return f"{lang}:{text_hash(text)}"
+
+
+def tokenize_cached(cache: TokenCache, analyzer: Any, texts: Sequence[str], langs: Sequence[str]) -> list[list[str]]:
+    """Tokens of ``texts`` from ``cache``, tokenising (in one batch) only those it lacks; the cache is saved
+    with exactly these texts' entries (a text no longer asked for is dropped)."""
+    keys = [token_key(t, g) for t, g in zip(texts, langs, strict=True)]
+    missing = [i for i, k in enumerate(keys) if k not in cache.data]
+    if missing:
+        todo_texts = [texts[i] for i in missing]
+        todo_langs = [langs[i] for i in missing]
+        many = getattr(analyzer, "tokenize_many", None)
+        toks = (many(todo_texts, todo_langs) if many
+                else [analyzer.tokenize(t, g) for t, g in zip(todo_texts, todo_langs, strict=True)])
+        for i, t in zip(missing, toks, strict=True):
+            cache.data[keys[i]] = list(t)
+        cache.dirty = True
+    cache.save(set(keys))
+    return [cache.data[k] for k in keys]
+
+
+__all__ = ["CACHE_DIR", "EmbeddingCache", "TokenCache", "text_hash", "token_key", "tokenize_cached"]
