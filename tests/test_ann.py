@@ -142,3 +142,13 @@ def test_float16_exact_search_matches_float32() -> None:
     rows16, s16 = dense.top_k(x.astype(np.float16), q, 10)
     assert len(set(rows32.tolist()) & set(rows16.tolist())) >= 9
     np.testing.assert_allclose(s16, s32, atol=2e-3)
+
+
+def test_filter_columns_agree_with_the_records(ann_index) -> None:
+    index, _ = ann_index
+    backend = EmbeddedBackend.open(index)
+    snap = backend.snapshot
+    for f in (Filters(lang=("ko",)), Filters(lang=("zh", "en"), tier=(0,)), Filters(tier=(3,)),
+              Filters(provenance=("ai-draft",)), Filters(lang=("en",), source_glob="d1*.md")):
+        ref = np.fromiter((f.accepts(c) for c in snap.chunks), dtype=bool, count=len(snap))
+        assert np.array_equal(backend._filter_rows(f), ref), f

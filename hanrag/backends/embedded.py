@@ -65,10 +65,29 @@ class EmbeddedBackend:
             return hit
         m = self.snapshot.kept.copy()
         if not key.is_empty():
-            m &= np.fromiter((key.accepts(c) for c in self.snapshot.chunks), dtype=bool, count=len(self.snapshot))
+            m &= self._filter_rows(key)
         self._masks[key] = m
         if len(self._masks) > 64:
             self._masks.popitem(last=False)
+        return m
+
+    def _filter_rows(self, key: Filters) -> np.ndarray:
+        """Rows the filter accepts: lang / tier / provenance on the memory-mapped columns, the rest (source glob,
+        labels) by decoding the records those columns left."""
+        snap = self.snapshot
+        meta = snap.meta
+        if meta is None:
+            return np.fromiter((key.accepts(c) for c in snap.chunks), dtype=bool, count=len(snap))
+        m = np.ones(len(snap), dtype=bool)
+        if key.lang:
+            m &= np.isin(meta["lang"], np.array([g.encode() for g in key.lang], dtype="S8"))
+        if key.tier:
+            m &= np.isin(meta["tier"], np.array(key.tier, dtype=np.int64))
+        if key.provenance:
+            m &= np.isin(meta["provenance"], np.array([p.encode() for p in key.provenance], dtype="S16"))
+        if key.source_glob or key.labels:
+            rows = np.flatnonzero(m)
+            m[rows] = np.fromiter((key.accepts(snap.chunks[int(r)]) for r in rows), dtype=bool, count=rows.size)
         return m
 
     def _ids(self, rows: np.ndarray, scores: np.ndarray) -> list[tuple[str, float]]:

@@ -40,7 +40,7 @@ import numpy as np
 
 FORMAT = "hanrag-index"
 # 2: fixed file set, manifest_sha256, CURRENT names the manifest's sha256
-# 3: memory-mapped chunk records (offsets, sorted ids), dup_of.npy, the HNSW graph dense.usearch,
+# 3: memory-mapped chunk records (offsets, sorted ids, filter columns), dup_of.npy, the HNSW graph dense.usearch,
 #    edges_sha256 of big files (open checks those; `hanrag doctor` checks the full sha256)
 FORMAT_VERSION = 3
 POINTER = "CURRENT"
@@ -55,6 +55,7 @@ SNAPSHOT_FILES = frozenset(
     {
         "chunks.jsonl",
         "chunks_offsets.npy",
+        "chunk_meta.npy",
         "chunk_ids_sorted.npy",
         "chunk_ids_rows.npy",
         "dup_of.npy",
