@@ -395,8 +395,21 @@ def test_rebuild_hot_swap(built: dict, tmp_path: Path) -> None:
             assert r.status_code == 202, r.text
             job = r.json()
             assert job["status"] in ("queued", "running")
-            again = c.post("/index/rebuild", json={})
-            assert again.status_code in (202, 409)  # one rebuild at a time
+            # a burst of rebuild requests while the first runs: every one is refused
+            burst: list[tuple[int, float, dict]] = []
+            start = threading.Barrier(6)
+
+            def ask() -> None:
+                with httpx.Client(base_url=srv.url, timeout=60) as bc:
+                    start.wait()
+                    resp = bc.post("/index/rebuild", json={})
+                    burst.append((resp.status_code, time.time(), resp.json()))
+
+            askers = [threading.Thread(target=ask) for _ in range(6)]
+            for t in askers:
+                t.start()
+            for t in askers:
+                t.join()
             deadline = time.monotonic() + 300
             while job["status"] in ("queued", "running"):
                 assert time.monotonic() < deadline, "rebuild did not finish"
@@ -406,6 +419,18 @@ def test_rebuild_hot_swap(built: dict, tmp_path: Path) -> None:
         finally:
             done.set()
             thread.join(timeout=60)
+        refused = [when for code, when, _ in burst if code == 409]
+        accepted = [body for code, _, body in burst if code == 202]
+        assert len(refused) + len(accepted) == 6, burst
+        # proof that two rebuilds never ran at once: a refusal answered while the first job was running, and
+        # every accepted job (if the first had finished already) ran after it, never beside it
+        assert any(job["created"] <= when <= job["finished"] for when in refused), (job, burst)
+        others = [c.get(f"/jobs/{b['id']}").json() for b in accepted]
+        for other in others:
+            while other["status"] in ("queued", "running"):
+                time.sleep(0.2)
+                other = c.get(f"/jobs/{other['id']}").json()
+            assert other["started"] >= job["finished"], (job, other)
 
         assert job["status"] == "succeeded", job
         assert job["swapped"] is True and job["result"]["added"] == 1 and job["result"]["embedded"] >= 1
