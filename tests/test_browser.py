@@ -1,12 +1,15 @@
 """The web inspector end to end in a real headless browser (Debian's chromium + chromedriver via Selenium).
 
-Skipped (with the reason) only when chromium or chromedriver is not installed; `make test`
-installs both with apt-get.
+Skipped (with the reason) when chromium, chromedriver or a CJK font (fonts-noto-cjk) is missing, except
+under ``make test``, which installs them with apt-get and sets HANRAG_REQUIRE_BROWSER=1: there a missing
+piece fails the test rather than letting the suite pass without it.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,14 +21,32 @@ from hanrag.server import create_app
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
+REQUIRED = os.environ.get("HANRAG_REQUIRE_BROWSER") == "1"
+
+
+def _has_cjk_font() -> bool:
+    try:
+        out = subprocess.run(["fc-list", ":lang=ko"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return bool(out.strip())
+
+
+MISSING = [name for name, ok in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER),
+                                 ("a CJK font (fonts-noto-cjk)", _has_cjk_font())) if not ok]
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        CHROMIUM is None or CHROMEDRIVER is None,
-        reason="Debian's chromium and chromium-driver are not installed (`make browser` installs them)",
+        bool(MISSING) and not REQUIRED,
+        reason=f"not installed: {', '.join(MISSING)} (`make browser` installs them)",
     ),
 ]
+
+
+def test_the_browser_test_can_run() -> None:
+    """Under `make test` (HANRAG_REQUIRE_BROWSER=1) a missing browser or font is a failure, not a skip."""
+    assert not MISSING, f"not installed: {', '.join(MISSING)}; run `make browser` (apt-get) first"
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +106,13 @@ def test_korean_query_highlights_and_explains(inspector_url: str, driver, tmp_pa
     hits = driver.find_elements(By.CSS_SELECTOR, "#results li.hit")
     assert hits
     first = hits[0]
-    assert "갑목" in first.find_element(By.CSS_SELECTOR, ".title").text
+    title = first.find_element(By.CSS_SELECTOR, ".title")
+    assert "갑목" in title.text
+    # the text is drawn with real glyphs, not empty boxes: two different Hangul (and Han) characters drawn
+    # in the title's font give different pixels, and a drawn glyph has width
+    drawn = driver.execute_script(_GLYPHS_JS, title)
+    assert drawn["width"] > 0, drawn
+    assert drawn["hangul_differ"] and drawn["han_differ"], f"CJK text renders as empty boxes: {drawn}"
 
     # matched query terms and expansion terms are highlighted in different styles
     tokens = [m.text for m in first.find_elements(By.CSS_SELECTOR, ".text mark.hl-token")]
@@ -130,6 +157,23 @@ def test_korean_query_highlights_and_explains(inspector_url: str, driver, tmp_pa
 
     severe = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
     assert severe == [], severe
+
+
+# canvas pixels of a character in the element's font; identical images for 갑/을 (or 甲/乙) mean the same
+# fallback box for both
+_GLYPHS_JS = """
+const el = arguments[0];
+const font = getComputedStyle(el).font;
+function pixels(ch) {
+  const c = document.createElement('canvas'); c.width = 64; c.height = 64;
+  const x = c.getContext('2d'); x.font = font.replace(/\\d+(\\.\\d+)?px/, '40px'); x.fillStyle = '#000';
+  x.textBaseline = 'top'; x.fillText(ch, 4, 4);
+  return Array.from(x.getImageData(0, 0, 64, 64).data).join(',');
+}
+const ctx = document.createElement('canvas').getContext('2d'); ctx.font = font;
+return {font: font, width: ctx.measureText(el.textContent).width,
+        hangul_differ: pixels('갑') !== pixels('을'), han_differ: pixels('甲') !== pixels('乙')};
+"""
 
 
 def test_errors_are_shown_not_thrown(inspector_url: str, driver) -> None:  # noqa: ANN001
