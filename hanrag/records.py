@@ -8,12 +8,23 @@ and hands new ones on. ``to_dict``/``from_dict`` give the JSON form used on disk
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Severity = Literal["error", "warning", "info"]
 Provenance = Literal["human", "ai-draft"]
 Lang = Literal["ko", "zh", "en"]
+SearchMode = Literal["hybrid", "bm25", "dense"]
+SEARCH_MODES: tuple[str, ...] = typing.get_args(SearchMode)
+
+
+def check_mode(mode: str) -> SearchMode:
+    """``mode`` as a :data:`SearchMode`, or ValueError naming the choices (the one check every shell uses)."""
+    if mode not in SEARCH_MODES:
+        raise ValueError(f"mode must be {', '.join(SEARCH_MODES[:-1])} or {SEARCH_MODES[-1]}, got {mode!r}")
+    return mode  # type: ignore[return-value]
 
 
 def _to_jsonable(value: Any) -> Any:
@@ -116,7 +127,7 @@ class QueryPlan(_Record):
     bm25_weight: float
     dense_weight: float
     rule: str  # name of the adaptive rule that chose the weights
-    mode: Literal["hybrid", "bm25", "dense"] = "hybrid"
+    mode: SearchMode = "hybrid"
     # hybrid, once BM25 ran: the best chunk's BM25 (any script: readings and expansions are lexical evidence)
     # over the query's BM25 ceiling (search.xling_min_evidence decides "weak lexical evidence" from it);
     # None when not measured
@@ -183,8 +194,6 @@ class Filters(_Record):
         return not (self.lang or self.tier or self.provenance or self.source_glob or self.labels)
 
     def accepts(self, chunk: Chunk) -> bool:
-        import fnmatch
-
         if self.lang and chunk.lang not in self.lang:
             return False
         if self.tier and chunk.tier not in self.tier:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from hanrag.config import Config, RuleConfig
 from hanrag.language import detect_lang, hanja_ratio
-from hanrag.records import QueryPlan
+from hanrag.records import QueryPlan, check_mode
 from hanrag.search.presets import PRESETS
 from hanrag.text.query import analyze_query
 
@@ -116,8 +116,7 @@ class QueryPlanner:
 
     def plan(self, query: str, mode: str = "hybrid") -> tuple[QueryPlan, dict[str, float]]:
         """The plan and the weighted BM25 query (token -> weight, expansions included)."""
-        if mode not in ("hybrid", "bm25", "dense"):
-            raise ValueError(f"mode must be hybrid, bm25 or dense, got {mode!r}")
+        mode = check_mode(mode)
         lang = detect_lang(query)
         hanja = hanja_ratio(query)
         qt = analyze_query(query, lang, self.analyzer, self.lexicon, self.cfg.lexicon.expansion_weight)
@@ -134,7 +133,7 @@ class QueryPlanner:
             bm25_weight=bw,
             dense_weight=dw,
             rule=rule.name if mode == "hybrid" else mode,
-            mode=mode,  # type: ignore[arg-type]
+            mode=mode,
             expansion_via=tuple(
                 (t, "reading" if src == "hanja reading" else f"lexicon:{src}")
                 for t, src in qt.expansion_sources.items() if t in qt.weights
