@@ -17,13 +17,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 from hanrag.config import Config
 from hanrag.eval import evaluate_run, find_eval_root, load_eval_set
+from hanrag.fsutil import atomic_write_text
 from hanrag.index.sparse import SparseIndex
 from hanrag.language import detect_lang
 from hanrag.lexicon import load_lexicons
@@ -67,10 +67,7 @@ def doc_tokens(set_name: str, texts: list[str], analyzer: Analyzer) -> tuple[lis
     for i in range(0, len(texts), 256):
         toks.extend(analyzer.tokenize_many(texts[i : i + 256], langs[i : i + 256]))
     elapsed = time.perf_counter() - t
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(toks, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(toks, ensure_ascii=False), mkdir=True)
     return toks, elapsed
 
 

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from hanrag.config import Config  # noqa: E402
 from hanrag.eval import EMBED_CACHE as EMB  # noqa: E402
-from hanrag.eval import cached_tokens, find_eval_root, load_eval_set  # noqa: E402
+from hanrag.eval import cached_tokens, eval_chunks, find_eval_root, load_eval_set  # noqa: E402
 from hanrag.records import Chunk  # noqa: E402
 
 SETS = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en2zh", "cranfield_en", "xquad_en")
@@ -85,8 +85,6 @@ class CachedAnalyzer:
 def load_sets(
     names: list[str], analyzer: Any
 ) -> tuple[list[Chunk], np.ndarray, dict, list[tuple[str, str, np.ndarray]]]:
-    from hanrag.language import detect_lang
-
     chunks: list[Chunk] = []
     vecs: list[np.ndarray] = []
     tokens_by_text: dict[tuple[str, str], list[str]] = {}
@@ -98,13 +96,8 @@ def load_sets(
             continue
         es = load_eval_set(find_eval_root() / name)
         doc_ids = json.loads((folder / "doc_ids.json").read_text())
-        by_id = {d.doc_id: d for d in es.docs}
-        part = [
-            Chunk(chunk_id=f"{name}/{did}", doc_id=f"{name}/{did}", text=by_id[did].text, start=0,
-                  end=len(by_id[did].text), source=f"{name}:{did}", path=f"{name}/{did}", title=by_id[did].title,
-                  lang=detect_lang(by_id[did].text), tier=i % 3, labels=(name,))
-            for i, did in enumerate(doc_ids)
-        ]  # fmt: skip
+        by_id = {c.doc_id: c for c in eval_chunks(es, f"{name}/", spread_filters=True)}
+        part = [by_id[f"{name}/{did}"] for did in doc_ids]  # in the order of the cached vectors
         toks = cached_tokens(analyzer, name, [c.text for c in part], [c.lang for c in part])
         for c, t in zip(part, toks, strict=True):
             tokens_by_text[(c.text, c.lang)] = t

@@ -48,10 +48,8 @@ class CachedPassages:
 
 
 def build_mixed(embedder, cfg: Config) -> tuple[Path, list[str]]:
-    from hanrag.eval import find_eval_root, load_eval_set
+    from hanrag.eval import eval_chunks, find_eval_root, load_eval_set
     from hanrag.index.build import build_from_chunks
-    from hanrag.language import detect_lang
-    from hanrag.records import Chunk
 
     names = [n for n in MIXED if (EMB / n / "queries.npy").is_file()]
     missing = [n for n in MIXED if n not in names]
@@ -64,10 +62,8 @@ def build_mixed(embedder, cfg: Config) -> tuple[Path, list[str]]:
         es = load_eval_set(find_eval_root() / name)
         ids = json.loads((EMB / name / "doc_ids.json").read_text())
         vecs = dict(zip(ids, np.load(EMB / name / "docs.npy"), strict=True))
-        for d in es.docs:
-            cid = f"{name}/{d.doc_id}"
-            chunks.append(Chunk(chunk_id=cid, doc_id=cid, text=d.text, start=0, end=len(d.text), source=name,
-                                path=cid, lang=detect_lang(d.text)))
+        for d, c in zip(es.docs, eval_chunks(es, f"{name}/"), strict=True):
+            chunks.append(c)
             table[d.text] = vecs[d.doc_id]
         queries += [q.text for q in es.queries]
     if not (index_dir / "CURRENT").exists() and not any(index_dir.glob("snapshots/*")):

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from hanrag.config import Config  # noqa: E402
 from hanrag.eval import EMBED_CACHE as EMB  # noqa: E402
-from hanrag.eval import find_eval_root, load_eval_set  # noqa: E402
+from hanrag.eval import eval_chunks, find_eval_root, load_eval_set  # noqa: E402
 from hanrag.records import Chunk  # noqa: E402
 
 MIXED = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en2zh", "cranfield_en")
@@ -87,7 +87,6 @@ def synthetic_vectors(n: int, dim: int) -> np.ndarray:
 
 def build_mixed(index: Path, embed_missing: bool, synthetic_missing: bool = False) -> None:
     from hanrag.index.build import build_from_chunks
-    from hanrag.language import detect_lang
 
     chunks: list[Chunk] = []
     by_text: dict[str, np.ndarray] = {}
@@ -105,12 +104,8 @@ def build_mixed(index: Path, embed_missing: bool, synthetic_missing: bool = Fals
         else:
             print(f"[skip] {name}: no cached embeddings in {folder} (run benchmarks/embed_eval_docs.py)")
             continue
-        for i, d in enumerate(es.docs):
-            chunks.append(
-                Chunk(chunk_id=f"{name}/{d.doc_id}", doc_id=f"{name}/{d.doc_id}", text=d.text, start=0,
-                      end=len(d.text), source=d.source or f"{name}:{d.doc_id}", path=f"{name}/{d.doc_id}",
-                      title=d.title, lang=detect_lang(d.text), tier=i % 3, labels=(name,))
-            )  # fmt: skip
+        for d, c in zip(es.docs, eval_chunks(es, f"{name}/", spread_filters=True), strict=True):
+            chunks.append(c)
             if d.doc_id in vecs:
                 by_text[d.text] = vecs[d.doc_id]
     if not chunks:
