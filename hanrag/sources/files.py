@@ -88,7 +88,7 @@ def decode_bytes(data: bytes, rel: str) -> tuple[str | None, list[Finding]]:
         return _newlines(data.decode("utf-8-sig")), []
     except UnicodeDecodeError as exc:
         first_error = exc
-    from charset_normalizer import from_bytes
+    from charset_normalizer import from_bytes  # lazy: only a file that is not UTF-8 needs the detector
 
     best = from_bytes(data).best()
     if best is None or best.encoding is None:
@@ -353,7 +353,7 @@ def _lazy_reader(module: str, name: str) -> Reader:
     and import this module themselves, so importing them here would be circular."""
 
     def reader(path: Path, root: Path, cfg: Config) -> tuple[Document | None, list[Finding]]:
-        import importlib
+        import importlib  # the reader module is imported on its first file (see above: a cycle otherwise)
 
         return getattr(importlib.import_module(module), name)(path, root, cfg)
 
