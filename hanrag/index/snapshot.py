@@ -9,6 +9,7 @@ million-chunk index takes well under a second and RSS grows only with the pages 
 
 from __future__ import annotations
 
+import functools
 import json
 import mmap
 import time
@@ -58,6 +59,7 @@ def write_chunk_records(directory: Path, chunks: Iterable[Chunk]) -> int:
     id_arr = np.array(ids, dtype=f"S{width}") if ids else np.zeros(0, "S1")
     order = np.argsort(id_arr, kind="stable")
     np.save(directory / "chunks_offsets.npy", np.asarray(offsets, np.int64), allow_pickle=False)
+    np.save(directory / "chunk_ids.npy", id_arr, allow_pickle=False)
     np.save(directory / "chunk_ids_sorted.npy", id_arr[order], allow_pickle=False)
     np.save(directory / "chunk_ids_rows.npy", order.astype(np.int64), allow_pickle=False)
     return len(ids)
@@ -75,11 +77,17 @@ class ChunkRecords(Sequence[Chunk]):
             self._fh.close()
             raise IndexLoadError(f"{path}: {size} bytes, the offsets index says {int(offsets[-1])}; rebuild the index")
         self._map = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        # decoded records of recent hits: a search reads its candidates' records more than once (ids, texts,
+        # then the hits), and popular chunks recur across searches; 8192 records are a few MB
+        self._cached = functools.lru_cache(maxsize=8192)(self._decode)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
     def _one(self, row: int) -> Chunk:
+        return self._cached(row)
+
+    def _decode(self, row: int) -> Chunk:
         s, e = int(self.offsets[row]), int(self.offsets[row + 1])
         try:
             return Chunk.from_dict(json.loads(self._map[s:e]))
@@ -136,6 +144,7 @@ class Snapshot:
     manifest: dict[str, Any]
     chunks: Sequence[Chunk]  # ChunkRecords: decoded on access
     row_of: RowLookup
+    chunk_ids: np.ndarray  # chunk id (bytes) per row, memory-mapped: ids of hits without decoding records
     embeddings: np.ndarray  # (n, d) float32/float16, memory-mapped
     sparse: Any  # hanrag.index.sparse.SparseIndex
     dup_of: np.ndarray  # int64 per row: kept row, -1 when the row is kept itself (memory-mapped)
@@ -227,13 +236,14 @@ def load_snapshot(path: Path, *, verify: bool | str = True, manifest_sha256: str
         raise IndexLoadError(f"{path / 'chunks_offsets.npy'}: corrupt offsets index; rebuild the index")
     chunks = ChunkRecords(path / "chunks.jsonl", offsets)
     n = len(chunks)
+    chunk_ids = _npy(path / "chunk_ids.npy", ndim=1, kind="S")
     sorted_ids = _npy(path / "chunk_ids_sorted.npy", ndim=1, kind="S")
     id_rows = _npy(path / "chunk_ids_rows.npy", ndim=1, kind="i")
     dup_of = _npy(path / "dup_of.npy", ndim=1, kind="i")
     meta = _npy(path / "chunk_meta.npy", ndim=1, kind="V")
     if meta.dtype != META_DTYPE:
         raise IndexLoadError(f"{path / 'chunk_meta.npy'}: unexpected columns {meta.dtype}; rebuild the index")
-    if not len(sorted_ids) == len(id_rows) == len(dup_of) == len(meta) == n:
+    if not len(chunk_ids) == len(sorted_ids) == len(id_rows) == len(dup_of) == len(meta) == n:
         raise IndexLoadError(f"{path}: chunk id / duplicate arrays do not match {n} chunks; rebuild the index")
     row_of = RowLookup(sorted_ids, id_rows)
     embeddings = _npy(path / "embeddings.npy", ndim=2, kind="f")
@@ -260,7 +270,7 @@ def load_snapshot(path: Path, *, verify: bool | str = True, manifest_sha256: str
     if sparse.n_docs != n:
         raise IndexLoadError(f"{path / 'sparse'}: BM25 index of {sparse.n_docs} documents for {n} chunks; "
                              "rebuild the index")
-    return Snapshot(path, manifest, chunks, row_of, embeddings, sparse, dup_of, meta, ann)
+    return Snapshot(path, manifest, chunks, row_of, chunk_ids, embeddings, sparse, dup_of, meta, ann)
 
 
 def open_snapshot(index_dir: str | Path, *, verify: bool | str = True) -> Snapshot:

@@ -56,6 +56,7 @@ SNAPSHOT_FILES = frozenset(
         "chunks.jsonl",
         "chunks_offsets.npy",
         "chunk_meta.npy",
+        "chunk_ids.npy",
         "chunk_ids_sorted.npy",
         "chunk_ids_rows.npy",
         "dup_of.npy",
