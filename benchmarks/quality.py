@@ -97,17 +97,22 @@ def main() -> None:
     ap.add_argument("--max-queries", type=int, default=0, help="first N queries per set (0 = all)")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--no-dedup", action="store_true", help="build without near-duplicate folding (to compare)")
+    ap.add_argument("--backend", default="", help="embedder backend to evaluate (indexes get a -BACKEND suffix)")
     args = ap.parse_args()
     cfg = Config()
+    suffix = ""
+    if args.backend:
+        cfg.embedder.backend, suffix = args.backend, f"-{args.backend}"
     emb = caching_embedder(cfg)
     names = available([*SHARED_SETS, *CROSS_SETS] if args.sets is None else args.sets)
     standalone: dict[str, dict[str, dict[str, float]]] = {}
     for n in names:
-        for label, per in evaluate(n, [n], cfg, emb, args.rows, args.max_queries, not args.no_dedup).items():
+        for label, per in evaluate(n + suffix, [n], cfg, emb, args.rows, args.max_queries,
+                                   not args.no_dedup).items():
             standalone.setdefault(label, {}).update(per)
     mixed: dict[str, dict[str, dict[str, float]]] = {}
     if not args.no_mixed:
-        mixed = evaluate("MIXED", available(list(MIXED_SETS)), cfg, emb, args.rows, args.max_queries,
+        mixed = evaluate("MIXED" + suffix, available(list(MIXED_SETS)), cfg, emb, args.rows, args.max_queries,
                          not args.no_dedup)
     for metric in ("ndcg@10", "mrr@10"):
         print(table("standalone", standalone, metric))

