@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# HANRAG_SRC: another checkout's source (e.g. `git archive` of the previous release) for before/after runs
+sys.path.insert(0, os.environ.get("HANRAG_SRC") or str(ROOT))
 
 from hanrag.config import Config  # noqa: E402
 from hanrag.records import Chunk, Filters  # noqa: E402
@@ -169,6 +170,10 @@ def serve(index_dir: Path, n: int, count: int) -> dict[str, Any]:
     no_filter = backend.mask(None)
     lang_masks = {g: backend.mask(Filters(lang=(g,))) for g in ("ko", "zh", "en")}
     has_ann = getattr(backend.snapshot, "ann", None) is not None
+    if not hasattr(backend, "dense_top_k"):  # a release before the graph: exact search only
+        from hanrag.index import dense
+
+        backend.dense_top_k = lambda qv, k, mask, exact=False: dense.top_k(backend.snapshot.embeddings, qv, k, mask)
     for (lang, q), qv in zip(qs, qvecs, strict=True):
         t = time.perf_counter()
         searcher.run(q, mode="bm25")
@@ -198,6 +203,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--index", type=Path, help="index folder (default: a temporary one, removed after)")
     ap.add_argument("--serve-only", action="store_true", help="(internal) open --index and time searches")
+    ap.add_argument("--tag", default="", help="suffix of the results file (scale-N-TAG.json)")
     ap.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/scale-N.json")
     args = ap.parse_args()
     if args.serve_only:
@@ -232,6 +238,7 @@ def main() -> None:
         "hybrid_p50_ms": s["hybrid_p50_ms"],
         "hybrid_p95_ms": s["hybrid_p95_ms"],
         "serve_blas_threads": 1,
+        "hanrag_src": os.environ.get("HANRAG_SRC") or "this checkout",
         "cpus": os.cpu_count(),
         "load_avg": os.getloadavg()[0],
     }
@@ -250,7 +257,7 @@ def main() -> None:
         print(f"{k:42s} {v}")
     if not args.no_write:
         RESULTS.mkdir(parents=True, exist_ok=True)
-        path = RESULTS / f"scale-{args.chunks}.json"
+        path = RESULTS / f"scale-{args.chunks}{'-' + args.tag if args.tag else ''}.json"
         path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {path}")
 
