@@ -113,7 +113,9 @@ class CachingEmbedder:
         npy = meta_path.with_suffix(".npy")
         try:
             keys = json.loads(meta_path.read_text(encoding="utf-8"))
-            arr = np.load(npy, mmap_mode="r", allow_pickle=False)
+            # read whole, not memory-mapped: each mapping holds a file descriptor, and a cache of a
+            # thousand shards would run out of them
+            arr = np.load(npy, allow_pickle=False)
         except FileNotFoundError:
             return  # evicted by another process between the listing and the read: a miss
         except (OSError, ValueError, UnicodeDecodeError) as exc:
