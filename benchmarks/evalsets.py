@@ -10,7 +10,8 @@ Sets:
 * shared (``../shared/eval``): korquad1_ko_chunks, cmrc2018_zh_chunks, xquad_en, xquad_en2zh, cranfield_en;
 * cross-script (``eval/`` in this repository, written for hanrag, see each README): ko2hanja, hanja2ko,
   ko2en_tech, en2ko_tech — held out from every fit;
-* cross-script tuning (``eval/``): tune_ko2zpzq (Korean queries over 子平真诠评注), which fit.py may use.
+* tuning (``eval/``): tune_ko2zpzq (Korean queries over 子平真诠评注) and tune_ko_tech (Korean queries over
+  Korean Kubernetes docs), which fit.py may use.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from hanrag.records import Document  # noqa: E402
 
 SHARED_SETS = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en", "xquad_en2zh", "cranfield_en")
 CROSS_SETS = ("ko2hanja", "hanja2ko", "ko2en_tech", "en2ko_tech")
-# cross-script TUNING data (eval/, written after the held-out sets, from another book): fit.py may choose on it
-TUNE_SETS = ("tune_ko2zpzq",)
+# TUNING data in eval/ (written after the held-out sets, from other texts): fit.py may choose on it
+TUNE_SETS = ("tune_ko2zpzq", "tune_ko_tech")
 # one collection with every corpus (xquad_en left out: its paragraphs are the English twins of xquad_en2zh's)
 MIXED_SETS = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en2zh", "cranfield_en", *CROSS_SETS)
 REPO_EVAL = ROOT / "eval"

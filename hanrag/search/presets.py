@@ -7,10 +7,12 @@ config file instead.
 * ``reference`` — the rules of the reference implementation, kept for comparison.
 * ``hanrag`` — the default, fitted by ``benchmarks/fit.py``: per rule cell the dense weight (and the fusion
   method) chosen on the tuning sets only — ../shared/eval (standalone and in the MIXED index) and the
-  cross-script tuning set eval/tune_ko2zpzq — leave-one-set-out for the reported figures; the held-out
+  tuning sets eval/tune_ko2zpzq (Korean → classical Chinese) and eval/tune_ko_tech (Korean → Korean technical
+  docs) — leave-one-set-out for the reported figures; the held-out
   cross-script sets in ``eval/`` never choose anything. Weights depend on the query language and on the
-  lexical evidence the query has in any script (readings, lexicon stand-ins and translations included);
-  query length, which the reference rules lean on, predicted the best weight worse.
+  lexical evidence the query has in any script (readings, lexicon stand-ins and translations included), and
+  on whether a Korean query names a lexicon term; query length, which the reference rules lean on, predicted
+  the best weight worse.
 """
 
 from __future__ import annotations
@@ -25,19 +27,21 @@ REFERENCE = [
 ]
 
 # fitted table (see module docstring): `python benchmarks/fit.py --max-queries 300` (300 queries per tuning set:
-# the shared sets standalone + MIXED and the cross-script tuning set eval/tune_ko2zpzq). Mean leave-one-set-out
-# nDCG@10 by fusion: calibrated .761, minmax .758, zscore .752, ceiling .744 -> search.fusion = "calibrated".
-# Dense weight chosen on all tuning sets per cell, for calibrated fusion (its dense scores span a narrower
-# range than min-max, hence the larger dense weights): weak-lexical .9, translated .9, en .9, ko .7, zh .7.
-# The weights sum to 1.
+# the shared sets standalone + MIXED and the tuning sets eval/tune_ko2zpzq, eval/tune_ko_tech). Mean leave-one-set-out
+# nDCG@10 by fusion: calibrated .770, minmax .765, zscore .762, ceiling CEIL -> search.fusion = "calibrated".
+# Dense weight chosen per cell on all tuning sets (the α with the best mean nDCG@10 over the cell's queries), for
+# calibrated fusion (its dense scores span a narrower range than min-max, hence the larger dense weights):
+# weak-lexical .9, translated .9, en .7, ko-term .6, ko .7, zh .7. The weights sum to 1.
 HANRAG = [
     RuleConfig(name="hanja", bm25=0.6, dense=0.4, min_hanja_ratio=0.3, lang="ko"),  # no eval data: reference
     # a weak English query whose dictionary translations match (issue 11)
     RuleConfig(name="translated", bm25=0.1, dense=0.9, weak_lexical=True, translated=True),
     RuleConfig(name="weak-lexical", bm25=0.1, dense=0.9, weak_lexical=True),
+    # a Korean query naming a lexicon term (배포, 롤백, 용신): the reference design's domain-term rule, fitted
+    RuleConfig(name="ko-term", bm25=0.4, dense=0.6, lang="ko", has_term=True),
     RuleConfig(name="ko", bm25=0.3, dense=0.7, lang="ko"),
     RuleConfig(name="zh", bm25=0.3, dense=0.7, lang="zh"),
-    RuleConfig(name="en", bm25=0.1, dense=0.9, lang="en"),
+    RuleConfig(name="en", bm25=0.3, dense=0.7, lang="en"),
     RuleConfig(name="default", bm25=0.4, dense=0.6),
 ]
 
