@@ -123,17 +123,24 @@ def split_sections(text: str, heading_level: int = 2) -> list[Section]:
     cur_headings: tuple[str, ...] = ()
     fence = ""
     carried: int | None = None  # start of heading-only lines waiting for the section under them
+    carried_headings: tuple[str, ...] = ()
 
     def close(end: int, *, heading_follows: bool = False) -> None:
-        nonlocal carried
+        nonlocal carried, carried_headings
         s, e = _trim(text, cur_start if carried is None else carried, end)
         if s >= e:
             return
         if heading_follows and _only_headings(text, s, e):
+            if carried is None:
+                carried_headings = cur_headings
             carried = s  # joins the next section (a separator or the end keeps it as it is)
             return
-        carried = None
-        sections.append(Section(len(sections), s, e, cur_headings))
+        # a carried heading stays first in the path even when the next heading is its sibling
+        # (a Confluence breadcrumb "# A / B" above the page's own "# 개요")
+        headings = cur_headings if carried is None else (
+            carried_headings + tuple(h for h in cur_headings if h not in carried_headings))
+        carried, carried_headings = None, ()
+        sections.append(Section(len(sections), s, e, headings))
 
     for ls, le in _lines(text, cur_start, len(text)):
         line = text[ls:le]

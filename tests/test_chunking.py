@@ -184,3 +184,6 @@ def test_a_heading_only_section_joins_the_section_under_it():
         assert text[c.start:c.end] == c.text
     # a heading before a separator, or at the very end, stays where it is: nothing follows it to join
     assert [("# 끝\n")[s.start:s.end] for s in split_sections("# 끝\n")] == ["# 끝"]
+    # a breadcrumb heading above a sibling heading (a synced Confluence page) stays first in the heading path
+    page = "# Engineering / 배포 가이드\n\n# 개요\n\n본문.\n"
+    assert [s.headings for s in split_sections(page)] == [("Engineering / 배포 가이드", "개요")]
