@@ -74,7 +74,8 @@ def test_empty_corpus_is_an_error_unless_allowed(tmp_path: Path) -> None:
 
 
 def test_quiet_build_still_prints_errors_and_the_summary_names_changed_files(tmp_path: Path) -> None:
-    corpus = _corpus(tmp_path / "corpus", {"runbook.md": RUNBOOK, "jwt.md": JWT, "nosource.md": "# 출처 없음\n\n본문.\n"})
+    files = {"runbook.md": RUNBOOK, "jwt.md": JWT, "nosource.md": "# 출처 없음\n\n본문.\n"}
+    corpus = _corpus(tmp_path / "corpus", files)
     index = tmp_path / "ix"
     first = run("build", str(corpus), "--index", str(index), "-q")
     assert first.exit_code == 0, first.output
