@@ -396,14 +396,15 @@ def test_rebuild_hot_swap(built: dict, tmp_path: Path) -> None:
             job = r.json()
             assert job["status"] in ("queued", "running")
             # a burst of rebuild requests while the first runs: every one is refused
-            burst: list[tuple[int, float, dict]] = []
+            burst: list[tuple[int, tuple[float, float], dict]] = []
             start = threading.Barrier(6)
 
             def ask() -> None:
                 with httpx.Client(base_url=srv.url, timeout=60) as bc:
                     start.wait()
+                    sent = time.time()
                     resp = bc.post("/index/rebuild", json={})
-                    burst.append((resp.status_code, time.time(), resp.json()))
+                    burst.append((resp.status_code, (sent, time.time()), resp.json()))
 
             askers = [threading.Thread(target=ask) for _ in range(6)]
             for t in askers:
@@ -422,15 +423,21 @@ def test_rebuild_hot_swap(built: dict, tmp_path: Path) -> None:
         refused = [when for code, when, _ in burst if code == 409]
         accepted = [body for code, _, body in burst if code == 202]
         assert len(refused) + len(accepted) == 6, burst
-        # proof that two rebuilds never ran at once: a refusal answered while the first job was running, and
-        # every accepted job (if the first had finished already) ran after it, never beside it
-        assert any(job["created"] <= when <= job["finished"] for when in refused), (job, burst)
+        # proof that two rebuilds never ran at once: every accepted job (the first had finished already) ran
+        # after the previous one, never beside it, and every refusal was answered while some job was running
         others = [c.get(f"/jobs/{b['id']}").json() for b in accepted]
-        for other in others:
+        for i, other in enumerate(others):
             while other["status"] in ("queued", "running"):
                 time.sleep(0.2)
                 other = c.get(f"/jobs/{other['id']}").json()
-            assert other["started"] >= job["finished"], (job, other)
+            others[i] = other
+        runs = sorted([job, *others], key=lambda j: j["started"])
+        for prev, nxt in zip(runs, runs[1:], strict=False):
+            assert nxt["started"] >= prev["finished"], (prev, nxt)
+        assert refused, burst
+        # (the request went out before that job finished and its answer came after the job was created)
+        assert all(any(sent <= j["finished"] and answered >= j["created"] for j in runs)
+                   for sent, answered in refused), (runs, burst)
 
         assert job["status"] == "succeeded", job
         assert job["swapped"] is True and job["result"]["added"] == 1 and job["result"]["embedded"] >= 1
