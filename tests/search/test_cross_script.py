@@ -12,7 +12,7 @@ import hanrag
 from hanrag.config import Config
 from hanrag.search.xling import _OFFENSIVE
 
-DATA = __import__("pathlib").Path(__file__).parent / "data" / "cross_script"
+DATA = __import__("pathlib").Path(__file__).parent.parent / "data" / "cross_script"
 
 
 @pytest.fixture(scope="module")

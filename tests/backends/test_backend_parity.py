@@ -24,8 +24,8 @@ from hanrag.backends.memory import MemoryBackend
 from hanrag.config import Config
 from hanrag.index.sparse import METHODS
 from hanrag.records import Chunk, Filters
+from tests.backends.test_milvus import assert_same_ranking, milvus_cfg, query_weights
 from tests.milvus_server import MilvusServer, find_milvus_binary
-from tests.test_milvus import assert_same_ranking, milvus_cfg, query_weights
 
 TEXTS = [
     ("runbooks/pods.md", "en", 0, ("ops",),

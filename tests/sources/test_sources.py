@@ -4,7 +4,7 @@ from hanrag.config import Config, CorpusConfig
 from hanrag.sources import READERS, read_corpus
 from hanrag.sources.files import decode_bytes, find_sources, tier_for
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "corpus"
 
 
 def write(root: Path, rel: str, data: str | bytes) -> Path:

@@ -203,7 +203,7 @@ def test_sigkill_mid_build_keeps_old_snapshot(tmp_path, stage):
     (tmp_path / "driver.py").write_text(DRIVER)
     proc = subprocess.Popen(
         [sys.executable, str(tmp_path / "driver.py"), str(corpus), str(index), stage],
-        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent,
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
     )
     try:
         line = proc.stdout.readline()
