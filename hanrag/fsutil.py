@@ -20,6 +20,16 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+def default_cache_dir() -> Path:
+    """hanrag's per-user cache folder (embedding vectors, converted models, jieba's dictionary, parsed
+    dictionaries): ``$HANRAG_CACHE_DIR``, else ``$XDG_CACHE_HOME/hanrag``, else ``~/.cache/hanrag``."""
+    explicit = os.environ.get("HANRAG_CACHE_DIR", "").strip()
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "hanrag"
+
+
 def fsync_dir(path: Path) -> None:
     """Make a rename/creation inside ``path`` durable (no-op where directories cannot be opened)."""
     try:

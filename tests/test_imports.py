@@ -101,20 +101,10 @@ def test_module_level_imports_have_no_cycle() -> None:
     assert _cycles(graph) == []
 
 
-# Function-local imports that close a loop on purpose: a factory picking an optional backend at run time, which
-# itself builds on the factory's module. Each is named here with its reason; any other loop fails the test.
-PLUGIN_EDGES = {
-    ("hanrag.embed", "hanrag.embed_onnx"): "load_embedder loads the optional ONNX Runtime backend only when "
-    "[embedder] backend = 'onnx'; embed_onnx uses embed's text preparation and errors",
-}
-
-
 def test_no_cycle_hidden_in_function_local_imports() -> None:
     # `from hanrag import __version__` inside a module the package's own __init__ reaches lazily is the one
     # expected back edge: the root package is fully initialised before any submodule runs such a function.
     graph = {n: _imports(n, p, inside_functions=True) - {"hanrag"} for n, p in MODULES.items()}
-    for src, dst in PLUGIN_EDGES:
-        graph.get(src, set()).discard(dst)
     assert _cycles(graph) == []
 
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 
+from hanrag.fsutil import default_cache_dir
 from hanrag.text.stopwords import stopwords
 
 # jieba emits single punctuation/space tokens inside runs only in rare cases; runs are pure Han
@@ -27,11 +28,8 @@ _JIEBA_LOCK = threading.Lock()
 
 
 def cache_dir() -> Path:
-    """hanrag's per-user cache folder: ``$HANRAG_CACHE_DIR``, else ``$XDG_CACHE_HOME/hanrag``, else
-    ``~/.cache/hanrag``; created (private) on first use."""
-    explicit = os.environ.get("HANRAG_CACHE_DIR", "").strip()
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    path = Path(explicit).expanduser() if explicit else (Path(xdg) if xdg else Path.home() / ".cache") / "hanrag"
+    """hanrag's per-user cache folder (:func:`hanrag.fsutil.default_cache_dir`), created private on first use."""
+    path = default_cache_dir()
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path
 
