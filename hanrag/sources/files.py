@@ -15,6 +15,9 @@ Readers are looked up by lower-case extension in :data:`READERS`; other modules 
 theirs (``READERS[".html"] = read_html``). A reader gets ``(file, corpus_root, cfg)``
 and returns ``(Document | None, findings)``. The helpers :func:`decode_bytes`,
 :func:`split_front_matter` and :func:`make_document` are meant for those readers too.
+
+Size (over 500 lines, on purpose): the folder walk and every per-file check (encoding, binary, size,
+special files, symlinks, undecodable names, front matter) together: each check yields findings in the walk's order.
 """
 
 from __future__ import annotations
