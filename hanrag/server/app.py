@@ -109,7 +109,8 @@ def create_app(
 
     ``bind_host``: the address the server listens on; without an API key it is one of the allowed Host names.
     ``background``: open (unless given) and warm the index in a thread, answering 503 until it is ready;
-    ``on_ready`` then runs once it is. Without it the index is opened here and the app is ready at once.
+    ``on_ready`` runs once it is warm, just before it reports ready. Without it the index is opened here and the
+    app is ready at once.
     """
     raw_index_dir = str(index_dir)
     index_dir = Path(index_dir).resolve()
@@ -162,10 +163,10 @@ def _load(app: FastAPI, ctx: AppContext, index: Any | None, on_ready: Callable[[
         index = index if index is not None else hanrag.open(ctx.index_dir, config=ctx.cfg)
         took = warm_index(index)
         app.state.index = index
+        if on_ready is not None:  # before `ready`: its work (serve.json) must not slow the first query
+            on_ready()
         ctx.ready.set()
         log.info("hanrag: ready (warmed in %.1f s)", took)
-        if on_ready is not None:
-            on_ready()
     except Exception as exc:  # noqa: BLE001 - the server keeps answering /health with the reason
         ctx.load_error = f"{type(exc).__name__}: {exc}"
         log.error("hanrag: loading the index failed: %s", ctx.load_error)
