@@ -152,6 +152,9 @@ def report_serve(index: Path, config: Path, queries: list[str], repeat: int) -> 
     proc, ready_s = start_server(index, config, port)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+            # as a client would: /health says ready (serve.json is written just before), then the first query
+            while client.get("/health").status_code != 200:
+                time.sleep(0.01)
             first = http_search(client, "롤백한 다음 무엇을 확인하나")  # a query the warm-up never ran
             steady = [http_search(client, q) for q in STEADY for _ in range(2)]
             p50 = statistics.median(steady)

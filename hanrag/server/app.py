@@ -13,6 +13,7 @@ so the first answered query runs as fast as the later ones.
 
 from __future__ import annotations
 
+import gc
 import hmac
 import logging
 import threading
@@ -172,6 +173,14 @@ def _load(app: FastAPI, ctx: AppContext, index: Any | None, on_ready: Callable[[
         log.error("hanrag: loading the index failed: %s", ctx.load_error)
 
 
+def _swap(app: FastAPI) -> bool:
+    """Re-open the index on its new snapshot; True when it swapped."""
+    swapped = bool(app.state.index.reload())
+    if swapped:
+        gc.unfreeze()  # the warm-up froze the first index's objects (warm.py): the old one must stay collectable
+    return swapped
+
+
 def _auth_dependencies(ctx: AppContext) -> list[Any]:
     header_scheme = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, description="set when the server has a key")
 
@@ -327,7 +336,7 @@ def _rebuild_work(app: FastAPI, ctx: AppContext, body: RebuildIn) -> Callable[[C
             raise FileNotFoundError(f"corpus root {corpus_root} is not a folder")
         report = build_index(corpus_root, index_dir, cfg, progress=False)
         progress("swapping")
-        swapped = bool(app.state.index.reload())
+        swapped = _swap(app)
         return report, swapped
 
     def sync_confluence(progress: Callable[[str], None]) -> tuple[Any, bool]:
@@ -337,7 +346,7 @@ def _rebuild_work(app: FastAPI, ctx: AppContext, body: RebuildIn) -> Callable[[C
         # the open index's embedder: the sync embeds only changed chunks, no second model load
         report = run_sync(index_dir, cfg, embedder=app.state.index.embedder, full=body.full)
         progress("swapping")
-        swapped = bool(app.state.index.reload())  # False when nothing changed (no new snapshot)
+        swapped = _swap(app)  # False when nothing changed (no new snapshot)
         return report, swapped
 
     return sync_confluence if body.source == "confluence" else rebuild_files
