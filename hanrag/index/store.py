@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from hanrag.fsutil import atomic_write_bytes, fsync_dir
+
 FORMAT = "hanrag-index"
 # 2: fixed file set, manifest_sha256, CURRENT names the manifest's sha256
 # 3: memory-mapped chunk records (offsets, sorted ids, filter columns), dup_of.npy, the HNSW graph dense.usearch,
@@ -87,50 +89,12 @@ class IndexBuildError(RuntimeError):
     """A build cannot run (another build holds the lock, bad input chunks ...)."""
 
 
-# --- durable small writes ---------------------------------------------------------------------
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a rename/creation inside ``path`` durable (no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+# --- durable writes: hanrag.fsutil's helpers (imported above) and fsync of a file written in place ------
 
 
 def fsync_file(path: Path) -> None:
     with open(path, "rb+") as fh:
         os.fsync(fh.fileno())
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
-def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_bytes(path, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"))
-
-
-def atomic_save_npy(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        np.save(fh, array, allow_pickle=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
 
 
 def edges_sha256(path: Path) -> str:

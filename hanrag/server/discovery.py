@@ -73,7 +73,10 @@ def connect_host(bind_host: str) -> str | None:
 
 
 def write_serve_file(index_dir: Path, info: ServeInfo) -> Path:
-    """Publish ``info`` as ``serve.json`` (write to a temporary file, then rename: a reader never sees half)."""
+    """Publish ``info`` as ``serve.json`` (write to a temporary file, then rename: a reader never sees half).
+
+    Not :func:`hanrag.fsutil.atomic_write_json`: that one fsyncs file and folder for durability, which a
+    file that only lives as long as the server process does not need."""
     target = Path(index_dir) / SERVE_FILE
     fd, tmp = tempfile.mkstemp(prefix=f".{SERVE_FILE}.", suffix=".tmp", dir=index_dir)
     try:
