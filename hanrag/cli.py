@@ -29,7 +29,7 @@ from rich.markup import escape
 
 from hanrag.config import Config, ConfigError, load_config
 from hanrag.fsutil import atomic_write_jsonl, atomic_write_text
-from hanrag.records import Chunk
+from hanrag.records import Chunk, check_mode
 
 # jieba and milvus-lite import pkg_resources, which setuptools >= 80.9 (llama-index-core needs it, see
 # pyproject's milvus extra) flags at every import: a dependency's deprecation, nothing a user can act on
@@ -615,8 +615,10 @@ def search(
     When a `hanrag serve` of the same index runs on this machine (with the same search settings) the
     query goes to it, which answers without loading anything; otherwise, or with --no-server, the
     search runs here, loading only the analyzers and model the query needs."""
-    if mode not in ("hybrid", "bm25", "dense"):
-        fail(f"--mode must be hybrid, bm25 or dense, got {mode!r}")
+    try:
+        check_mode(mode)
+    except ValueError as exc:
+        fail(f"--{exc}")
     for lg in lang or ():
         if lg not in ("ko", "zh", "en"):
             fail(f"--lang must be ko, zh or en, got {lg!r}")

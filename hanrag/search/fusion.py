@@ -10,11 +10,14 @@ no score from the other retriever (normalised to 0 / no RRF contribution).
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
 
 import numpy as np
 
-FUSIONS = ("minmax", "zscore", "rrf", "ceiling", "calibrated")
+from hanrag.config import Fusion
+
+FUSIONS: tuple[str, ...] = typing.get_args(Fusion)  # the config's one list of fusion methods
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
 
-from hanrag.records import Filters
+from hanrag.records import Filters, SearchMode
 
 
 class ErrorBody(BaseModel):
@@ -187,7 +187,7 @@ def search_model(max_query_chars: int, max_top_k: int, filters_model: type[BaseM
 
         query: str = Field(min_length=1, max_length=max_query_chars)
         top_k: StrictInt = Field(default=10, ge=1, le=max_top_k)
-        mode: Literal["hybrid", "bm25", "dense"] = "hybrid"
+        mode: SearchMode = "hybrid"
         filters: filters_model | None = None  # type: ignore[valid-type]
         explain: StrictBool = False
         plan: StrictBool = Field(default=False, description="return the query plan even without explain")
