@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hanrag.records import Chunk, Filters, Hit
+from hanrag.records import Chunk, Filters, Hit, check_mode  # noqa: F401 - check_mode: the adapters' one check
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -32,7 +32,6 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "mcp": ("mcp.server.mcpserver", "mcp"),
 }
 
-MODES = ("hybrid", "bm25", "dense")
 LANGS = ("ko", "zh", "en")
 PROVENANCES = ("human", "ai-draft")
 # the keys a framework-neutral filter mapping may use (aliases on the right)
@@ -62,12 +61,6 @@ def open_index(index_dir: str | Path, config: Config | str | Path | None = None)
     import hanrag
 
     return hanrag.open(index_dir, config=config)
-
-
-def check_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    return mode
 
 
 def check_top_k(top_k: Any) -> int:

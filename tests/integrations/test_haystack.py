@@ -86,5 +86,5 @@ def test_from_index_opens_now(built) -> None:  # noqa: ANN001
     retriever = HanragRetriever.from_index(built["index_dir"], built["config_path"], top_k=2, mode="bm25")
     assert retriever._index is not None
     assert len(retriever.run("롤백")["documents"]) == 2
-    with pytest.raises(ValueError, match="mode must be one of"):
+    with pytest.raises(ValueError, match="mode must be hybrid, bm25 or dense"):
         HanragRetriever(str(built["index_dir"]), mode="fuzzy")

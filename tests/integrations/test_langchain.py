@@ -76,7 +76,7 @@ def test_bad_arguments_fail_clearly(index) -> None:  # noqa: ANN001
         HanragRetriever(index=index, filters={"colour": "red"})
     with pytest.raises(TypeError, match="unknown search argument"):
         HanragRetriever(index=index).invoke("롤백", kk=3)
-    with pytest.raises(ValueError, match="mode must be one of"):
+    with pytest.raises(ValueError, match="mode must be hybrid, bm25 or dense"):
         HanragRetriever(index=index).invoke("롤백", mode="fuzzy")
 
 
