@@ -126,6 +126,8 @@ def free_port() -> int:
 class ThreadServer:
     """A real uvicorn server on a loopback port, run in a daemon thread."""
 
+    check_health = True  # on entry, a real GET /health that must succeed (off for a server still loading)
+
     def __init__(self, app, port: int | None = None) -> None:  # noqa: ANN001 - an ASGI app
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -140,10 +142,41 @@ class ThreadServer:
             if not self.thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError(f"uvicorn did not start on port {self.port}")
             time.sleep(0.02)
-        # the socket accepts: a real HTTP round trip
-        httpx.get(self.url + "/health", timeout=10).raise_for_status()
+        if self.check_health:  # the socket accepts: a real HTTP round trip
+            httpx.get(self.url + "/health", timeout=10).raise_for_status()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=15)
+
+
+class SearchHammer:
+    """Searches the server in a loop from a thread until stopped; every error or empty answer is recorded."""
+
+    def __init__(self, url: str, queries: list[str]) -> None:
+        self.url, self.queries = url, queries
+        self.count = 0
+        self.failures: list[str] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> SearchHammer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(timeout=60)
+
+    def _run(self) -> None:
+        with httpx.Client(base_url=self.url, timeout=60) as hc:
+            while not self._done.is_set():
+                q = self.queries[self.count % len(self.queries)]
+                try:
+                    r = hc.post("/search", json={"query": q, "top_k": 5, "explain": True})
+                    if r.status_code != 200 or not r.json()["hits"]:
+                        self.failures.append(f"{q}: {r.status_code} {r.text[:200]}")
+                except httpx.HTTPError as exc:
+                    self.failures.append(f"{q}: {exc!r}")
+                self.count += 1

@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from server_util import NEW_DOC, ThreadServer, build_test_index
+from server_util import NEW_DOC, SearchHammer, ThreadServer, build_test_index
 
 import hanrag
 from hanrag.config import load_config
@@ -371,25 +371,8 @@ def test_rebuild_hot_swap(built: dict, tmp_path: Path) -> None:
         assert all("zebracorn" not in h["chunk"]["doc_id"] for h in before)
         snapshot_before = c.get("/stats").json()["snapshot"]
 
-        failures: list[str] = []
-        done = threading.Event()
-        count = [0]
-
-        def hammer() -> None:
-            queries = ["갑목 인월 용신", "deployment rollback", "甲木 用神", "쿠버네티스 배포 롤백"]
-            with httpx.Client(base_url=srv.url, timeout=60) as hc:
-                while not done.is_set():
-                    q = queries[count[0] % len(queries)]
-                    try:
-                        r = hc.post("/search", json={"query": q, "top_k": 5, "explain": True})
-                        if r.status_code != 200 or not r.json()["hits"]:
-                            failures.append(f"{q}: {r.status_code} {r.text[:200]}")
-                    except httpx.HTTPError as exc:
-                        failures.append(f"{q}: {exc!r}")
-                    count[0] += 1
-
-        thread = threading.Thread(target=hammer, daemon=True)
-        thread.start()
+        queries = ["갑목 인월 용신", "deployment rollback", "甲木 用神", "쿠버네티스 배포 롤백"]
+        hammer = SearchHammer(srv.url, queries).start()
         try:
             r = c.post("/index/rebuild", json={})
             assert r.status_code == 202, r.text
@@ -416,10 +399,9 @@ def test_rebuild_hot_swap(built: dict, tmp_path: Path) -> None:
                 assert time.monotonic() < deadline, "rebuild did not finish"
                 time.sleep(0.2)
                 job = c.get(f"/jobs/{job['id']}").json()
-            searches_during = count[0]
+            searches_during = hammer.count
         finally:
-            done.set()
-            thread.join(timeout=60)
+            hammer.stop()
         refused = [when for code, when, _ in burst if code == 409]
         accepted = [body for code, _, body in burst if code == 202]
         assert len(refused) + len(accepted) == 6, burst
@@ -443,7 +425,7 @@ def test_rebuild_hot_swap(built: dict, tmp_path: Path) -> None:
         assert job["swapped"] is True and job["result"]["added"] == 1 and job["result"]["embedded"] >= 1
         assert job["result"]["reused"] >= 1, "incremental: unchanged chunks are reused"
         assert searches_during > 0
-        assert failures == []
+        assert hammer.failures == []
         after = c.post("/search", json={"query": "zebracorn quarantine", "mode": "bm25"}).json()["hits"]
         assert after and after[0]["chunk"]["doc_id"] == rel
         assert c.get("/stats").json()["snapshot"] != snapshot_before
@@ -487,25 +469,8 @@ def test_confluence_sync_through_rebuild(built: dict, tmp_path: Path) -> None:
             with pytest.raises(IndexSourceError, match="synced from Confluence"):  # and so does `hanrag build`
                 build_index(built["corpus"], index_dir, cfg, progress=False)
 
-            failures: list[str] = []
-            done = threading.Event()
-            count = [0]
-
-            def hammer() -> None:
-                queries = ["배포 가이드 롤링 업데이트", "VPN access onboarding", "API 오류 코드 토큰 만료"]
-                with httpx.Client(base_url=srv.url, timeout=60) as hc:
-                    while not done.is_set():
-                        q = queries[count[0] % len(queries)]
-                        try:
-                            r = hc.post("/search", json={"query": q, "top_k": 5, "explain": True})
-                            if r.status_code != 200 or not r.json()["hits"]:
-                                failures.append(f"{q}: {r.status_code} {r.text[:200]}")
-                        except httpx.HTTPError as exc:
-                            failures.append(f"{q}: {exc!r}")
-                        count[0] += 1
-
-            thread = threading.Thread(target=hammer, daemon=True)
-            thread.start()
+            queries = ["배포 가이드 롤링 업데이트", "VPN access onboarding", "API 오류 코드 토큰 만료"]
+            hammer = SearchHammer(srv.url, queries).start()
             try:
                 r = cl.post("/index/rebuild", json={"source": "confluence"})
                 assert r.status_code == 202, r.text
@@ -519,17 +484,16 @@ def test_confluence_sync_through_rebuild(built: dict, tmp_path: Path) -> None:
                     r = cl.get(f"/jobs/{job['id']}")
                     job = r.json()
                 check_schema(spec, "get", "/jobs/{job_id}", r)
-                searches_during = count[0]
+                searches_during = hammer.count
             finally:
-                done.set()
-                thread.join(timeout=60)
+                hammer.stop()
 
             assert job["status"] == "succeeded", job
             result = job["result"]
             assert job["swapped"] is True and result["built"] is True and result["full"] is False
             assert result["added"] == ["777"] and result["updated"] == ["102"]
             assert result["bodies"] == 2, "incremental: only the two changed pages are fetched"
-            assert searches_during > 0 and failures == []
+            assert searches_during > 0 and hammer.failures == []
             after = cl.post("/search", json={"query": "zebracorn quarantine", "mode": "bm25"}).json()["hits"]
             assert after and after[0]["chunk"]["doc_id"] == "confluence:777"
             assert after[0]["chunk"]["source"].startswith(wiki.url)
