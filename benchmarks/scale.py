@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, os.environ.get("HANRAG_SRC") or str(ROOT))
 
 from hanrag.config import Config  # noqa: E402
+from hanrag.index import dense  # noqa: E402
 from hanrag.records import Chunk, Filters  # noqa: E402
 
 EVAL = ROOT.parent / "shared" / "eval"
@@ -171,8 +172,6 @@ def serve(index_dir: Path, n: int, count: int) -> dict[str, Any]:
     lang_masks = {g: backend.mask(Filters(lang=(g,))) for g in ("ko", "zh", "en")}
     has_ann = getattr(backend.snapshot, "ann", None) is not None
     if not hasattr(backend, "dense_top_k"):  # a release before the graph: exact search only
-        from hanrag.index import dense
-
         backend.dense_top_k = lambda qv, k, mask, exact=False: dense.top_k(backend.snapshot.embeddings, qv, k, mask)
     for (lang, q), qv in zip(qs, qvecs, strict=True):
         t = time.perf_counter()
@@ -203,21 +202,33 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--index", type=Path, help="index folder (default: a temporary one, removed after)")
     ap.add_argument("--serve-only", action="store_true", help="(internal) open --index and time searches")
+    ap.add_argument("--ef", type=int, help="HNSW ef at search (default: hanrag.index.dense.EXPANSION_SEARCH)")
+    ap.add_argument("--serve-again", action="store_true", help="time searches of an existing --index, no build")
     ap.add_argument("--tag", default="", help="suffix of the results file (scale-N-TAG.json)")
     ap.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/scale-N.json")
     args = ap.parse_args()
     if args.serve_only:
+        if args.ef:
+            dense.EXPANSION_SEARCH = args.ef
         print(json.dumps(serve(args.index, args.chunks, args.queries)))
         return
     with tempfile.TemporaryDirectory(dir=ROOT / ".cache" if (ROOT / ".cache").is_dir() else None) as tmp:
         index_dir = args.index or Path(tmp) / "index"
-        b = build(args.chunks, index_dir)
-        print(f"build {args.chunks} chunks: {b['build_s']:.1f}s {b['timings']}", flush=True)
+        build_file = index_dir / "scale-build.json"  # the build's figures, for --serve-again
+        if args.serve_again:
+            if not args.index or not build_file.is_file():
+                sys.exit("--serve-again needs --index of a folder this script built")
+            b = json.loads(build_file.read_text(encoding="utf-8"))
+        else:
+            b = build(args.chunks, index_dir)
+            build_file.write_text(json.dumps(b), encoding="utf-8")
+            print(f"build {args.chunks} chunks: {b['build_s']:.1f}s {b['timings']}", flush=True)
         # one BLAS thread per search: on this shared 2-core machine OpenBLAS' worker threads wait for a core,
         # and a 3k x 384 product took 16-58 ms instead of 0.06 ms (a server runs queries side by side anyway)
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         proc = subprocess.run([sys.executable, __file__, "--serve-only", "--index", str(index_dir),
-                               "--chunks", str(args.chunks), "--queries", str(args.queries)],
+                               "--chunks", str(args.chunks), "--queries", str(args.queries),
+                               *(["--ef", str(args.ef)] if args.ef else [])],
                               capture_output=True, text=True, check=False, env=env)
         if proc.returncode:
             sys.exit(f"serving failed:\n{proc.stderr[-4000:]}")
@@ -238,6 +249,7 @@ def main() -> None:
         "hybrid_p50_ms": s["hybrid_p50_ms"],
         "hybrid_p95_ms": s["hybrid_p95_ms"],
         "serve_blas_threads": 1,
+        "ann_ef": args.ef or dense.EXPANSION_SEARCH,
         "hanrag_src": os.environ.get("HANRAG_SRC") or "this checkout",
         "cpus": os.cpu_count(),
         "load_avg": os.getloadavg()[0],

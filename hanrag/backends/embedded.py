@@ -108,7 +108,7 @@ class EmbeddedBackend:
         rows = self.snapshot.rows(chunk_ids)
         if not query or rows.size == 0:
             return np.zeros(rows.size, np.float32)
-        return np.asarray(self.snapshot.sparse.scores(query), dtype=np.float32)[rows]
+        return np.asarray(self.snapshot.sparse.row_scores(query, rows), dtype=np.float32)
 
     def sparse_ceiling(self, query: Mapping[str, float]) -> float:
         return self.snapshot.sparse.ceiling(query)

@@ -87,8 +87,7 @@ class MemoryBackend:
         return [(self.chunks[int(r)].chunk_id, float(s)) for r, s in zip(rows, scores, strict=True)]
 
     def sparse_scores(self, query: Mapping[str, float], chunk_ids: Sequence[str]) -> np.ndarray:
-        scores = self.sparse.scores(query)
-        return np.array([scores[self.pos[c]] for c in chunk_ids], dtype=np.float32)
+        return self.sparse.row_scores(query, np.array([self.pos[c] for c in chunk_ids], dtype=np.int64))
 
     def sparse_ceiling(self, query: Mapping[str, float]) -> float:
         return self.sparse.ceiling(query)

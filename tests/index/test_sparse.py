@@ -83,3 +83,76 @@ def test_pure_functions_match_bm25s_for_every_method(method):
         ]
         np.testing.assert_allclose(ix.scores({tok: 1.0}), want, rtol=1e-5, atol=1e-7)
     assert bm25_idf(3, 5, "robertson") == 0.0
+
+
+def test_row_scores_equal_full_scores_for_any_rows(tmp_path):
+    rng = np.random.default_rng(3)
+    vocab = [f"t{i}" for i in range(40)]
+    docs = [[vocab[j] for j in rng.integers(0, 40, rng.integers(1, 30))] for _ in range(300)]
+    idx = SparseIndex.build(docs, Bm25Config())
+    assert idx.rows_sorted
+    idx.save(tmp_path)
+    loaded = SparseIndex.load(tmp_path)
+    weights = {"t1": 1.0, "t7": 0.5, "t39": 2.0, "absent": 1.0}
+    rows = np.array([299, 0, 17, 17, 150, 3])
+    for index in (idx, loaded):
+        assert loaded.rows_sorted
+        np.testing.assert_allclose(index.row_scores(weights, rows), index.scores(weights)[rows], rtol=1e-6)
+    assert index.row_scores(weights, np.zeros(0, np.int64)).shape == (0,)
+
+
+def test_columns_are_sorted_by_row_when_they_come_unsorted():
+    from hanrag.index.sparse import _rows_ascending
+
+    # two columns, the second one's rows out of order
+    data = np.array([1, 2, 3, 4, 5], np.float32)
+    indices = np.array([0, 4, 9, 2, 5], np.int32)
+    indptr = np.array([0, 2, 5], np.int64)
+    d, i, p = _rows_ascending(data, indices, indptr)
+    assert i.tolist() == [0, 4, 2, 5, 9] and d.tolist() == [1, 2, 4, 5, 3] and p.tolist() == [0, 2, 5]
+
+
+def test_index_written_before_rows_were_sorted_still_scores_rows(tmp_path):
+    import json
+
+    idx = SparseIndex.build([["a", "b"], ["b"], ["a", "c"]], Bm25Config())
+    idx.save(tmp_path)
+    meta = json.loads((tmp_path / "bm25_meta.json").read_text())
+    del meta["rows_sorted"]
+    (tmp_path / "bm25_meta.json").write_text(json.dumps(meta))
+    old = SparseIndex.load(tmp_path)
+    assert not old.rows_sorted
+    np.testing.assert_allclose(old.row_scores({"a": 1.0}, np.array([2, 1])), old.scores({"a": 1.0})[[2, 1]])
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
+def test_pruned_top_k_equals_scoring_every_column(monkeypatch, method):
+    """MaxScore pruning (large indexes) returns the same rows and scores as the full pass."""
+    import hanrag.index.sparse as sparse
+
+    rng = np.random.default_rng(11)
+    vocab = [f"w{i}" for i in range(300)]
+    p = 1.0 / np.arange(1, 301)  # Zipf: a few tokens in most documents, most tokens rare
+    p /= p.sum()
+    docs = [list(rng.choice(vocab, size=int(rng.integers(3, 40)), p=p)) for _ in range(3000)]
+    idx = SparseIndex.build(docs, Bm25Config(method=method))
+    mask = rng.random(3000) > 0.3
+    queries = [{"w0": 1.0, "w1": 1.0, "w250": 1.0}, {"w0": 1.0, "w3": 0.5, "w120": 2.0, "w299": 1.0},
+               {"w0": 1.0, "w1": 1.0, "w2": 1.0}, {"w5": 1.0, "absent": 1.0}]
+    expected = {}
+    for i, q in enumerate(queries):
+        for k in (1, 10, 50):
+            for m in (None, mask):
+                expected[i, k, m is None] = idx.top_k(q, k, mask=m)
+    monkeypatch.setattr(sparse, "PRUNE_MIN_POSTINGS", 50)
+    calls = []
+    real = SparseIndex._top_k_pruned
+    monkeypatch.setattr(SparseIndex, "_top_k_pruned", lambda self, *a: calls.append(1) or real(self, *a))
+    for i, q in enumerate(queries):
+        for k in (1, 10, 50):
+            for m in (None, mask):
+                rows, scores = idx.top_k(q, k, mask=m)
+                want_rows, want_scores = expected[i, k, m is None]
+                assert rows.tolist() == want_rows.tolist(), (q, k)
+                np.testing.assert_allclose(scores, want_scores, rtol=1e-5)
+    assert calls  # the pruned path ran
