@@ -37,7 +37,11 @@ from hanrag.records import Chunk, Finding
 from hanrag.text import get_analyzer
 from hanrag.validate import PreparedCorpus, prepare_corpus
 
-CHECKPOINT_EVERY = 256  # new vectors between cache checkpoints, so a killed build resumes
+# a killed build resumes from the last checkpoint of the embedding cache: one after at least 256 new vectors
+# and either a quarter of what the cache held (a geometric series: a handful of segments per million) or
+# five minutes of embedding (a slow model loses little work)
+CHECKPOINT_EVERY = 256
+CHECKPOINT_SECONDS = 300
 
 
 @dataclass(frozen=True)
@@ -257,7 +261,7 @@ def _embed(
     if todo:
         advance = task("embedding", len(todo))
         items = list(todo.items())
-        since_checkpoint = 0
+        since_checkpoint, last_save = 0, time.monotonic()
         for s in range(0, len(items), batch):
             part = items[s : s + batch]
             texts = [t for _, t in part]
@@ -266,9 +270,11 @@ def _embed(
             cache.add([k for k, _ in part], vecs, counts)
             advance(len(part))
             since_checkpoint += len(part)
-            if since_checkpoint >= CHECKPOINT_EVERY and s + batch < len(items):
+            due = since_checkpoint >= max(CHECKPOINT_EVERY, cache.saved_rows // 4) or (
+                since_checkpoint >= CHECKPOINT_EVERY and time.monotonic() - last_save >= CHECKPOINT_SECONDS)
+            if due and s + batch < len(items):
                 cache.save(ident)  # a killed build resumes from here
-                since_checkpoint = 0
+                since_checkpoint, last_save = 0, time.monotonic()
     embed_s = time.perf_counter() - t0
     vectors = np.empty((len(chunks), embedder.dim), np.float32)
     tokens = np.empty(len(chunks), np.int64)

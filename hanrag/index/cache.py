@@ -30,31 +30,64 @@ def text_hash(text: str) -> str:
 class EmbeddingCache:
     """Vectors keyed by sha256 of the text, for one embedder identity.
 
-    ``keys.json`` names the vectors file it belongs to; a new vectors file is written
-    first and the key file replaced atomically after, so the pair is always consistent.
+    On disk, append-only segments: ``seg-<n>.npy`` (float32 rows) and ``seg-<n>.json`` (their keys and
+    token counts), the JSON written last, atomically, so it only ever names a complete npy. A checkpoint
+    writes only the rows added since the last one; rewriting the whole cache at every checkpoint made a
+    build quadratic (a million chunks would have written terabytes). Past :data:`MAX_SEGMENTS`, or after
+    :meth:`prune`, everything is compacted into one segment and the old files are removed after it is
+    written, so a crash at any point leaves a readable cache (a row in two segments is read once).
+    The single-file layout of earlier releases (``keys.json`` + ``vectors-*.npy``) is still read.
     """
+
+    MAX_SEGMENTS = 32
 
     def __init__(self, root: Path, identity: dict[str, Any], dim: int) -> None:
         self.dir = root / f"emb-{identity_key(identity)}"
         self.dim = dim
-        self.index: dict[str, int] = {}
-        self.tokens: list[int] = []
-        self.vectors = np.zeros((0, dim), np.float32)
-        self._load(identity)
-
-    def _load(self, identity: dict[str, Any]) -> None:
-        try:
-            meta = json.loads((self.dir / "keys.json").read_text(encoding="utf-8"))
-            vectors = np.load(self.dir / meta["file"], allow_pickle=False)
-        except (FileNotFoundError, KeyError, ValueError, OSError):
-            return  # no cache or an unusable one: embed again
-        keys = meta.get("keys", [])
-        if vectors.shape != (len(keys), self.dim) or meta.get("identity") != identity:
-            return
-        self.index = {k: i for i, k in enumerate(keys)}
-        self.tokens = list(meta.get("tokens", [-1] * len(keys)))
-        self.vectors = np.asarray(vectors, dtype=np.float32)
         self.identity = identity
+        self.index: dict[str, int] = {}
+        self.keys: list[str] = []  # row order
+        self.tokens: list[int] = []
+        self._blocks: list[np.ndarray] = []  # rows in order; joined on first read, so adding stays linear
+        self._saved = 0  # rows [0, _saved) are on disk
+        self._files: list[Path] = []  # what holds them
+        self._load()
+
+    @property
+    def vectors(self) -> np.ndarray:
+        if len(self._blocks) != 1:
+            self._blocks = [np.concatenate(self._blocks) if self._blocks else np.zeros((0, self.dim), np.float32)]
+        return self._blocks[0]
+
+    @property
+    def saved_rows(self) -> int:
+        return self._saved
+
+    def _load(self) -> None:
+        legacy = self.dir / "keys.json"
+        for meta_path in [legacy, *sorted(self.dir.glob("seg-*.json"))]:
+            self._read(meta_path)
+        self._saved = len(self.index)
+
+    def _read(self, meta_path: Path) -> None:
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            vec_path = self.dir / meta["file"]
+            vectors = np.load(vec_path, allow_pickle=False)
+        except (FileNotFoundError, KeyError, TypeError, ValueError, OSError):
+            return  # no cache or an unusable segment: those texts are embedded again
+        keys = meta.get("keys", [])
+        tokens = meta.get("tokens", [-1] * len(keys))
+        if vectors.shape != (len(keys), self.dim) or meta.get("identity") != self.identity or len(tokens) != len(keys):
+            return
+        fresh = [i for i, k in enumerate(keys) if k not in self.index]
+        base = len(self.index)
+        for j, i in enumerate(fresh):
+            self.index[keys[i]] = base + j
+        self.keys.extend(keys[i] for i in fresh)
+        self.tokens.extend(int(tokens[i]) for i in fresh)
+        self._blocks.append(np.asarray(vectors[fresh] if len(fresh) < len(keys) else vectors, dtype=np.float32))
+        self._files += [meta_path, vec_path]
 
     def get(self, key: str) -> tuple[np.ndarray, int] | None:
         i = self.index.get(key)
@@ -67,8 +100,9 @@ class EmbeddingCache:
         base = len(self.index)
         for j, (k, _) in enumerate(new):
             self.index[k] = base + j
+        self.keys.extend(k for k, _ in new)
         self.tokens.extend(int(tokens[i]) for _, i in new)
-        self.vectors = np.concatenate([self.vectors, vectors[[i for _, i in new]].astype(np.float32)])
+        self._blocks.append(np.asarray(vectors[[i for _, i in new]], dtype=np.float32))
 
     def prune(self, keep: set[str]) -> bool:
         """Drop entries no current chunk uses once they outnumber the used ones (bounded growth)."""
@@ -76,23 +110,37 @@ class EmbeddingCache:
         if unused <= max(1000, len(keep)):
             return False
         rows = [(k, i) for k, i in self.index.items() if k in keep]
-        self.vectors = self.vectors[[i for _, i in rows]] if rows else np.zeros((0, self.dim), np.float32)
+        vectors = self.vectors[[i for _, i in rows]] if rows else np.zeros((0, self.dim), np.float32)
+        self._blocks = [vectors]
         self.tokens = [self.tokens[i] for _, i in rows]
         self.index = {k: j for j, (k, _) in enumerate(rows)}
+        self.keys = [k for k, _ in rows]
+        self._saved = -1  # what is on disk no longer matches the rows: the next save compacts
         return True
 
-    def save(self, identity: dict[str, Any]) -> None:
+    def save(self, identity: dict[str, Any] | None = None) -> None:
+        """Write the rows added since the last save as a new segment (compacting when due)."""
+        compact = self._saved < 0 or len(self._files) // 2 + 1 > self.MAX_SEGMENTS
+        start = 0 if compact else self._saved
+        if start == len(self.index) and not compact:
+            return
         self.dir.mkdir(parents=True, exist_ok=True)
-        name = f"vectors-{time.time_ns()}.npy"
-        atomic_save_npy(self.dir / name, self.vectors)
-        keys = sorted(self.index, key=self.index.__getitem__)
-        atomic_write_bytes(
-            self.dir / "keys.json",
-            json.dumps({"identity": identity, "file": name, "keys": keys, "tokens": self.tokens}).encode(),
-        )
-        for p in self.dir.glob("vectors-*.npy"):
-            if p.name != name:
-                p.unlink(missing_ok=True)
+        name = f"seg-{time.time_ns():020d}"
+        keys = self.keys[start:]
+        atomic_save_npy(self.dir / f"{name}.npy", self.vectors[start:])
+        atomic_write_bytes(self.dir / f"{name}.json", json.dumps(
+            {"identity": self.identity if identity is None else identity, "file": f"{name}.npy", "keys": keys,
+             "tokens": self.tokens[start:]}).encode())
+        written = [self.dir / f"{name}.json", self.dir / f"{name}.npy"]
+        if compact:  # the new segment holds every row: the old files go (only after it is complete)
+            for old in self._files:
+                old.unlink(missing_ok=True)
+            for old in self.dir.glob("vectors-*.npy"):  # a legacy file keys.json no longer named
+                old.unlink(missing_ok=True)
+            self._files = written
+        else:
+            self._files += written
+        self._saved = len(self.index)
 
 
 class TokenCache:

@@ -1,0 +1,134 @@
+"""The index's embedding cache: append-only segments, compaction, resume, the earlier single-file layout."""
+
+import json
+
+import numpy as np
+
+from hanrag.index import build
+from hanrag.index.cache import EmbeddingCache
+from hanrag.records import Chunk
+
+IDENT = {"model": "test", "dim": 4}
+
+
+def vecs(n, start=0):
+    return np.arange(start * 4, (start + n) * 4, dtype=np.float32).reshape(n, 4)
+
+
+def keys(n, start=0):
+    return [f"k{i}" for i in range(start, start + n)]
+
+
+def segments(cache):
+    return sorted(p.name for p in cache.dir.glob("seg-*.npy"))
+
+
+def test_checkpoints_write_only_new_rows_and_reload(tmp_path):
+    c = EmbeddingCache(tmp_path, IDENT, 4)
+    c.add(keys(3), vecs(3), [1, 2, 3])
+    c.save()
+    c.add(keys(2, 3), vecs(2, 3), [4, 5])
+    c.add(keys(2, 3), vecs(2, 3), [4, 5])  # already there: ignored
+    c.save()
+    c.save()  # nothing new: no empty segment
+    shapes = [np.load(c.dir / n).shape for n in segments(c)]
+    assert shapes == [(3, 4), (2, 4)]
+    again = EmbeddingCache(tmp_path, IDENT, 4)
+    assert len(again.index) == 5 and again.saved_rows == 5
+    vec, tok = again.get("k4")
+    assert vec.tolist() == vecs(1, 4)[0].tolist() and tok == 5
+    assert EmbeddingCache(tmp_path, {"model": "other", "dim": 4}, 4).get("k0") is None  # another identity
+
+
+def test_compaction_past_the_segment_limit_and_after_prune(tmp_path, monkeypatch):
+    monkeypatch.setattr(EmbeddingCache, "MAX_SEGMENTS", 3)
+    c = EmbeddingCache(tmp_path, IDENT, 4)
+    for i in range(5):
+        c.add(keys(1, i), vecs(1, i), [i])
+        c.save()
+        assert len(segments(c)) <= 3
+    again = EmbeddingCache(tmp_path, IDENT, 4)
+    assert [again.get(k)[1] for k in keys(5)] == [0, 1, 2, 3, 4]
+    # prune keeps the used rows and rewrites the cache as one segment
+    big = EmbeddingCache(tmp_path / "big", IDENT, 4)
+    big.add(keys(3000), vecs(3000), list(range(3000)))
+    big.save()
+    assert big.prune(set(keys(10)))
+    big.save()
+    assert len(segments(big)) == 1
+    reread = EmbeddingCache(tmp_path / "big", IDENT, 4)
+    assert len(reread.index) == 10 and reread.get("k9")[0].tolist() == vecs(1, 9)[0].tolist()
+
+
+def test_crash_between_compaction_and_cleanup_reads_each_row_once(tmp_path):
+    c = EmbeddingCache(tmp_path, IDENT, 4)
+    c.add(keys(2), vecs(2), [1, 2])
+    c.save()
+    old = {p.name: p.read_bytes() for p in c.dir.iterdir()}
+    c.add(keys(1, 2), vecs(1, 2), [3])
+    c._saved = -1  # force a compaction, then put the old segment back as if the cleanup never ran
+    c.save()
+    for name, data in old.items():
+        (c.dir / name).write_bytes(data)
+    again = EmbeddingCache(tmp_path, IDENT, 4)
+    assert len(again.index) == 3 and again.vectors.shape == (3, 4)
+    assert again.get("k1")[0].tolist() == vecs(1, 1)[0].tolist()
+
+
+def test_unreadable_segment_costs_only_its_rows(tmp_path):
+    c = EmbeddingCache(tmp_path, IDENT, 4)
+    c.add(keys(2), vecs(2), [1, 2])
+    c.save()
+    c.add(keys(2, 2), vecs(2, 2), [3, 4])
+    c.save()
+    first, second = sorted(c.dir.glob("seg-*.json"))
+    second.write_text("{not json", encoding="utf-8")
+    again = EmbeddingCache(tmp_path, IDENT, 4)
+    assert sorted(again.index) == ["k0", "k1"]
+
+
+def test_layout_of_earlier_releases_is_read_then_replaced(tmp_path):
+    d = tmp_path / EmbeddingCache(tmp_path, IDENT, 4).dir.name
+    d.mkdir()
+    np.save(d / "vectors-1.npy", vecs(2))
+    (d / "keys.json").write_text(json.dumps({"identity": IDENT, "file": "vectors-1.npy", "keys": keys(2),
+                                             "tokens": [7, 8]}), encoding="utf-8")
+    c = EmbeddingCache(tmp_path, IDENT, 4)
+    assert c.get("k1")[1] == 8
+    c._saved = -1
+    c.save()
+    assert not (d / "keys.json").exists() and not (d / "vectors-1.npy").exists()
+    assert EmbeddingCache(tmp_path, IDENT, 4).get("k1")[1] == 8
+
+
+class CountingEmbedder:
+    dim, max_tokens, truncates = 4, 512, True
+
+    def __init__(self):
+        self.seen = 0
+
+    def encode_passages(self, texts):
+        self.seen += len(texts)
+        return np.stack([np.array([len(t), 1, 0, 0], np.float32) / np.hypot(len(t), 1) for t in texts])
+
+    def count_tokens(self, text):
+        return len(text)
+
+    def identity(self):
+        return {"model": "counting", "dim": 4}
+
+
+def test_embedding_checkpoints_are_geometric_and_a_rerun_embeds_nothing(tmp_path, monkeypatch):
+    saves = []
+    real = EmbeddingCache.save
+    monkeypatch.setattr(EmbeddingCache, "save", lambda self, *a: saves.append(len(self.index)) or real(self, *a))
+    chunks = [Chunk(chunk_id=f"c{i}", doc_id="d", text=f"text {i}", start=0, end=1, source="s", path="p",
+                    lang="en", section=0) for i in range(5000)]
+    emb = CountingEmbedder()
+    build._embed(chunks, emb, tmp_path, 16, lambda name, total: lambda n: None)
+    assert emb.seen == 5000
+    # 256, then a quarter of what is saved each time: a few checkpoints, not 5000 / 256
+    assert 5 <= len(saves) <= 12, saves
+    emb2 = CountingEmbedder()
+    vectors, tokens, embedded, _ = build._embed(chunks, emb2, tmp_path, 16, lambda name, total: lambda n: None)
+    assert emb2.seen == 0 and embedded == 0 and vectors.shape == (5000, 4) and tokens[7] == len("text 7")
