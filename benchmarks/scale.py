@@ -9,10 +9,12 @@ projection of each text's character uni- and bigram counts (:class:`ProjectionEm
 runs, yet texts that share wording get close vectors, as with a real encoder. The index is built by
 the product's path (:func:`hanrag.index.build.build_from_chunks`: tokenise, embedding cache, dedup,
 BM25, snapshot with the HNSW graph) and then opened in a fresh process, so open time and RSS are what
-a server pays: RSS after open, and its peak under queries. Queries are sentences of the corpora
-(each the start of some chunk, shortened); hybrid search is timed with the query vector given
-(``Searcher.run(qvec=...)``: query embedding excluded), dense search exact vs ANN with recall@10 of
-the graph against exact, also under a language filter (a third of the rows).
+a server pays: RSS after open, and its peak while answering every query (``rss_gb``), taken
+before the benchmark's own exact reference scans, which map the whole vector matrix
+(``rss_with_reference_gb``). Queries are sentences of the corpora (each the start of some chunk,
+shortened); hybrid search is timed with the query vector given (``Searcher.run(qvec=...)``: query
+embedding excluded), dense search exact vs ANN with recall@10 of the graph against exact, also under
+a language filter (a third of the rows).
 """
 
 from __future__ import annotations
@@ -173,6 +175,8 @@ def serve(index_dir: Path, n: int, count: int) -> dict[str, Any]:
     has_ann = getattr(backend.snapshot, "ann", None) is not None
     if not hasattr(backend, "dense_top_k"):  # a release before the graph: exact search only
         backend.dense_top_k = lambda qv, k, mask, exact=False: dense.top_k(backend.snapshot.embeddings, qv, k, mask)
+    # serving first: what a server does (BM25, hybrid, the graph), and its RSS before any reference scan
+    answers: list[tuple[np.ndarray, np.ndarray]] = []
     for (lang, q), qv in zip(qs, qvecs, strict=True):
         t = time.perf_counter()
         searcher.run(q, mode="bm25")
@@ -180,19 +184,27 @@ def serve(index_dir: Path, n: int, count: int) -> dict[str, Any]:
         t = time.perf_counter()
         searcher.run(q, mode="hybrid", qvec=qv)
         times["hybrid"].append((time.perf_counter() - t) * 1000)
-        for tag, mask, rec in (("", no_filter, recall), ("_filtered", lang_masks[lang], recall_f)):
-            t = time.perf_counter()
-            ex, _ = backend.dense_top_k(qv, 10, mask, exact=True)
-            times["dense_exact" + tag].append((time.perf_counter() - t) * 1000)
+        pair = []
+        for tag, mask in (("", no_filter), ("_filtered", lang_masks[lang])):
             t = time.perf_counter()
             an, _ = backend.dense_top_k(qv, 10, mask)
             times["dense_ann" + tag].append((time.perf_counter() - t) * 1000)
-            rec.append(len(set(ex.tolist()) & set(an.tolist())) / max(1, len(ex)))
+            pair.append(an)
+        answers.append((pair[0], pair[1]))
+    rss_serving, rss_serving_peak = rss_gb()
+    # then the reference: exact scans of the whole matrix (they map every vector page into this process)
+    for (lang, _q), qv, (an, an_f) in zip(qs, qvecs, answers, strict=True):
+        for tag, mask, got, rec in (("", no_filter, an, recall), ("_filtered", lang_masks[lang], an_f, recall_f)):
+            t = time.perf_counter()
+            ex, _ = backend.dense_top_k(qv, 10, mask, exact=True)
+            times["dense_exact" + tag].append((time.perf_counter() - t) * 1000)
+            rec.append(len(set(ex.tolist()) & set(got.tolist())) / max(1, len(ex)))
     rss_now, rss_peak = rss_gb()
     out.update({f"{k}_{m}": v for k, ms in times.items() for m, v in pct(ms).items()})
     out.update({"ann": has_ann, "ann_recall_at_10": round(float(np.mean(recall)), 4),
                 "ann_recall_at_10_filtered": round(float(np.mean(recall_f)), 4),
-                "rss_under_queries_gb": rss_now, "rss_peak_gb": rss_peak, "queries": len(qs)})
+                "rss_serving_gb": rss_serving, "rss_serving_peak_gb": rss_serving_peak,
+                "rss_with_reference_gb": rss_now, "rss_peak_gb": rss_peak, "queries": len(qs)})
     return out
 
 
@@ -244,7 +256,9 @@ def main() -> None:
         "cache_gb": round(b["cache_bytes"] / 1e9, 3),
         "files_mb": {k: round(v / 1e6, 1) for k, v in sorted(b["files_bytes"].items())},
         "open_s": s["open_s"],
-        "rss_gb": max(s["rss_under_queries_gb"], s["rss_after_open_gb"]),
+        # serving: the peak of the process that opened the index and answered every query, before the
+        # benchmark's own exact reference scans
+        "rss_gb": s["rss_serving_peak_gb"],
         **s,
         "hybrid_p50_ms": s["hybrid_p50_ms"],
         "hybrid_p95_ms": s["hybrid_p95_ms"],
@@ -256,7 +270,8 @@ def main() -> None:
     }
     rows = [("build (s)", result["build_s"]), *((f"  {k}", v) for k, v in result["build_stages_s"].items()),
             ("index on disk (GB)", result["index_gb"]), ("open (s)", result["open_s"]),
-            ("RSS after open (GB)", s["rss_after_open_gb"]), ("RSS under queries (GB)", s["rss_under_queries_gb"]),
+            ("RSS after open (GB)", s["rss_after_open_gb"]), ("RSS serving, peak (GB)", s["rss_serving_peak_gb"]),
+            ("RSS with exact reference scans (GB)", s["rss_with_reference_gb"]),
             ("bm25 p50/p95 (ms)", f"{s['bm25_p50_ms']} / {s['bm25_p95_ms']}"),
             ("dense exact p50/p95 (ms)", f"{s['dense_exact_p50_ms']} / {s['dense_exact_p95_ms']}"),
             ("dense ANN p50/p95 (ms)", f"{s['dense_ann_p50_ms']} / {s['dense_ann_p95_ms']}"),

@@ -28,11 +28,11 @@ from hanrag.chunking import chunk_document
 from hanrag.config import Config
 from hanrag.embed import Embedder, identity_key
 from hanrag.index import store
-from hanrag.index.cache import CACHE_DIR, EmbeddingCache, TokenCache, text_hash, tokenize_cached
+from hanrag.index.cache import CACHE_DIR, EmbeddingCache, TokenCache, iter_tokens, text_hash
 from hanrag.index.dedup import folded_pairs_report, mark_duplicates
 from hanrag.index.dense import ANN_FILE, build_ann
 from hanrag.index.snapshot import write_chunk_records
-from hanrag.index.sparse import SparseIndex
+from hanrag.index.sparse import SparseBuilder
 from hanrag.records import Chunk, Finding
 from hanrag.text import get_analyzer
 from hanrag.validate import PreparedCorpus, prepare_corpus
@@ -238,24 +238,39 @@ def _token_stats(counts: np.ndarray, max_tokens: int, truncates: bool) -> dict[s
     }
 
 
-def _tokenize(chunks: Sequence[Chunk], cfg: Config, cache_root: Path, analyzer: Any) -> tuple[list[list[str]], dict]:
+def _tokenize(chunks: Sequence[Chunk], cfg: Config, cache_root: Path, analyzer: Any) -> tuple[SparseBuilder, dict]:
+    """Every chunk's index tokens, streamed batch by batch into the BM25 builder (never all held as strings)."""
     if analyzer is None:
         analyzer = get_analyzer(cfg)
     ident = analyzer.identity()
     cache = TokenCache(cache_root, identity_key(ident))
-    return tokenize_cached(cache, analyzer, [c.text for c in chunks], [c.lang for c in chunks]), ident
+    builder = SparseBuilder()
+    for part in iter_tokens(cache, analyzer, [c.text for c in chunks], [c.lang for c in chunks]):
+        builder.add(part)
+    return builder, ident
+
+
+@dataclass
+class _Vectors:
+    """What embedding leaves behind: the vectors are in the snapshot's ``embeddings.npy``, not in memory."""
+
+    tokens: np.ndarray  # the embedder's token count per chunk
+    mean: np.ndarray | None  # mean chunk vector (float64), None for no chunks
+    embedded: int  # texts sent to the embedder (cache misses)
+    seconds: float
 
 
 def _embed(
-    chunks: Sequence[Chunk], embedder: Embedder, cache_root: Path, batch: int, task: Callable
-) -> tuple[np.ndarray, np.ndarray, int, float]:
-    """Vectors and token counts for every chunk, embedding only cache misses."""
+    chunks: Sequence[Chunk], embedder: Embedder, cache_root: Path, batch: int, task: Callable, out: Path,
+    dtype: type[np.floating],
+) -> _Vectors:
+    """Embed the cache misses, then write every chunk's vector, in row order, to ``out`` (a .npy of ``dtype``)."""
     ident = embedder.identity()
     cache = EmbeddingCache(cache_root, ident, embedder.dim)
     keys = [text_hash(c.text) for c in chunks]
     todo: dict[str, str] = {}
     for k, c in zip(keys, chunks, strict=True):
-        if cache.get(k) is None and k not in todo:
+        if k not in cache.index and k not in todo:
             todo[k] = c.text
     t0 = time.perf_counter()
     if todo:
@@ -276,15 +291,28 @@ def _embed(
                 cache.save(ident)  # a killed build resumes from here
                 since_checkpoint, last_save = 0, time.monotonic()
     embed_s = time.perf_counter() - t0
-    vectors = np.empty((len(chunks), embedder.dim), np.float32)
-    tokens = np.empty(len(chunks), np.int64)
-    for i, k in enumerate(keys):
-        vec, ntok = cache.get(k)  # type: ignore[misc]
-        vectors[i] = vec
-        tokens[i] = ntok if ntok >= 0 else embedder.count_tokens(chunks[i].text)
+    rows = np.fromiter((cache.index[k] for k in keys), np.int64, count=len(keys))
+    tokens = np.asarray(cache.tokens, dtype=np.int64)[rows] if len(keys) else np.zeros(0, np.int64)
+    for i in np.flatnonzero(tokens < 0):  # a cache entry written before token counts were kept
+        tokens[i] = embedder.count_tokens(chunks[i].text)
+    mean = _write_rows(cache.vectors, rows, out, dtype)
     if cache.prune(set(keys)) or todo:
         cache.save(ident)
-    return vectors, tokens, len(todo), embed_s
+    return _Vectors(tokens, mean, len(todo), embed_s)
+
+
+def _write_rows(source: np.ndarray, rows: np.ndarray, path: Path, dtype: type[np.floating]) -> np.ndarray | None:
+    """``source[rows]`` written to a .npy a block at a time (no second copy of the matrix); returns the mean row."""
+    dim = source.shape[1]
+    total = np.zeros(dim, np.float64)
+    with open(path, "wb") as fh:
+        np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                                                  "fortran_order": False, "shape": (int(rows.size), dim)})
+        for s in range(0, rows.size, 65536):
+            block = source[rows[s : s + 65536]]
+            total += block.sum(axis=0, dtype=np.float64)
+            fh.write(np.ascontiguousarray(block, dtype=dtype).tobytes())
+    return total / rows.size if rows.size else None
 
 
 def find_duplicates(chunks: Sequence[Chunk], cfg: Config) -> tuple[dict[str, str], dict[str, Any], list[dict]]:
@@ -359,37 +387,41 @@ def build_from_chunks(
         added, changed, removed = _chunk_changes(chunks, previous, prev_docs, seen)
         files = _file_changes(chunks, previous, prev_docs)
 
-        with _progress(progress) as task:
-            t = time.perf_counter()
-            tokens, analyzer_identity = _tokenize(chunks, cfg, cache_root, analyzer)
-            timings["tokenize"] = time.perf_counter() - t
-            vectors, ntokens, embedded, timings["embedding"] = _embed(
-                chunks, embedder, cache_root, max(1, cfg.embedder.batch_size), task
-            )
-            if hasattr(embedder, "save"):  # the machine cache: new vectors are shared with every index now
-                embedder.save()
-        t = time.perf_counter()
-        dup_map, dedup_info, folded = find_duplicates(chunks, cfg)
-        timings["dedup"] = time.perf_counter() - t
-
-        t = time.perf_counter()
         writer = store.SnapshotWriter(index_dir)
         try:
-            sparse = SparseIndex.build(tokens, cfg.bm25)
+            with _progress(progress) as task:
+                t = time.perf_counter()
+                tokens, analyzer_identity = _tokenize(chunks, cfg, cache_root, analyzer)
+                timings["tokenize"] = time.perf_counter() - t
+                dtype = np.float16 if cfg.embedder.dtype == "float16" else np.float32
+                vec = _embed(chunks, embedder, cache_root, max(1, cfg.embedder.batch_size), task,
+                             writer.path / "embeddings.npy", dtype)
+                timings["embedding"] = vec.seconds
+                if hasattr(embedder, "save"):  # the machine cache: new vectors are shared with every index now
+                    embedder.save()
+            t = time.perf_counter()
+            dup_map, dedup_info, folded = find_duplicates(chunks, cfg)
+            timings["dedup"] = time.perf_counter() - t
+
+            t = time.perf_counter()
+            sparse = tokens.build(cfg.bm25)
+            del tokens
             sparse.save(writer.path / "sparse")
+            del sparse
             timings["sparse"] = time.perf_counter() - t
             t = time.perf_counter()
             write_chunk_records(writer.path, chunks)  # streamed, with the offsets and id lookup
             writer.write_npy("dup_of.npy", _dup_rows(chunks, dup_map))
-            dtype = np.float16 if cfg.embedder.dtype == "float16" else np.float32
-            writer.write_npy("embeddings.npy", vectors.astype(dtype))
             writer.write_json("duplicates.json", {"dup_of": dup_map, **dedup_info})
             timings["write"] = time.perf_counter() - t
             t = time.perf_counter()
-            dense_index = build_ann(vectors, writer.path / ANN_FILE)  # HNSW above ANN_MIN_ROWS chunks
+            # HNSW above ANN_MIN_ROWS chunks, read from the written matrix a block at a time
+            vectors = np.load(writer.path / "embeddings.npy", mmap_mode="r", allow_pickle=False)
+            dense_index = build_ann(vectors, writer.path / ANN_FILE)
+            del vectors
             timings["ann"] = time.perf_counter() - t
             t = time.perf_counter()
-            tok = _token_stats(ntokens, embedder.max_tokens, embedder.truncates)
+            tok = _token_stats(vec.tokens, embedder.max_tokens, embedder.truncates)
             warnings = _warnings(tok)
             n_docs = documents if documents is not None else len({c.doc_id for c in chunks})
             counts = {"documents": n_docs, "chunks": len(chunks), "duplicates": len(dup_map),
@@ -406,13 +438,13 @@ def build_from_chunks(
                 "langs": {lang: sum(1 for c in chunks if c.lang == lang) for lang in sorted({c.lang for c in chunks})},
                 # mean chunk vector: q · mean = the query's mean cosine to the corpus, the background the
                 # "calibrated" fusion measures dense scores from
-                "dense_mean": [round(float(x), 6) for x in vectors.mean(axis=0)] if len(chunks) else None,
+                "dense_mean": [round(float(x), 6) for x in vec.mean] if vec.mean is not None else None,
                 "tokens": tok,
                 "dense_index": dense_index,
                 "dedup": dedup_info,
                 "warnings": warnings,
                 "build": {"added": added, "changed": changed, "removed": removed, "reused": reused,
-                          "embedded": embedded},
+                          "embedded": vec.embedded},
             }
             final = writer.publish(manifest)
         except BaseException:
@@ -430,7 +462,7 @@ def build_from_chunks(
         changed=changed,
         removed=removed,
         reused=reused,
-        embedded=embedded,
+        embedded=vec.embedded,
         timings={k: round(v, 3) for k, v in timings.items()},
         tokens=tok,
         dedup={**dedup_info, "folded": folded},

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -143,17 +143,41 @@ class EmbeddingCache:
         self._saved = len(self.index)
 
 
+# tokens of one text are held joined by this separator: one string per text instead of one per token (a
+# million chunks' token lists took several GB as separate strings); no analyzer emits it inside a token
+# (it is whitespace to str.split and to every tokenizer's regex), and a token that held it would be kept
+# as a list
+SEP = "\x1f"
+
+
 class TokenCache:
-    """Index tokens keyed by (language, sha256 of text), for one analyzer identity."""
+    """Index tokens keyed by (language, sha256 of text), for one analyzer identity.
+
+    On disk one JSON object, key -> tokens joined by :data:`SEP` (older files hold lists; both are read)."""
 
     def __init__(self, root: Path, analyzer_key: str) -> None:
         self.root = root
         self.path = root / f"tokens-{analyzer_key}.json"
         try:
-            self.data: dict[str, list[str]] = json.loads(self.path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError):
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            self.data: dict[str, str | list[str]] = data if isinstance(data, dict) else {}
+        except (FileNotFoundError, ValueError, OSError):
             self.data = {}
         self.dirty = False
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.data
+
+    def get(self, key: str) -> list[str] | None:
+        value = self.data.get(key)
+        if value is None or isinstance(value, list):
+            return value
+        return value.split(SEP) if value else []
+
+    def put(self, key: str, tokens: Sequence[str]) -> None:
+        # a list when joining would not round-trip (a token holding SEP, or one empty token)
+        self.data[key] = list(tokens) if any(SEP in t or not t for t in tokens) else SEP.join(tokens)
+        self.dirty = True
 
     def save(self, keep: set[str]) -> None:
         if not self.dirty and len(self.data) <= len(keep):
@@ -171,22 +195,32 @@ def token_key(text: str, lang: str) -> str:
     return f"{lang}:{text_hash(text)}"
 
 
-def tokenize_cached(cache: TokenCache, analyzer: Any, texts: Sequence[str], langs: Sequence[str]) -> list[list[str]]:
-    """Tokens of ``texts`` from ``cache``, tokenising (in one batch) only those it lacks; the cache is saved
-    with exactly these texts' entries (a text no longer asked for is dropped)."""
+def iter_tokens(cache: TokenCache, analyzer: Any, texts: Sequence[str], langs: Sequence[str],
+                batch: int = 4096) -> Iterator[list[list[str]]]:
+    """Tokens of ``texts`` a batch at a time, from ``cache`` or tokenising (a batch at once) what it lacks.
+
+    After the last batch the cache is saved with exactly these texts' entries (a text no longer asked for
+    is dropped); a build consumes the batches as they come, so all the token lists never exist at once."""
     keys = [token_key(t, g) for t, g in zip(texts, langs, strict=True)]
-    missing = [i for i, k in enumerate(keys) if k not in cache.data]
-    if missing:
-        todo_texts = [texts[i] for i in missing]
-        todo_langs = [langs[i] for i in missing]
-        many = getattr(analyzer, "tokenize_many", None)
-        toks = (many(todo_texts, todo_langs) if many
-                else [analyzer.tokenize(t, g) for t, g in zip(todo_texts, todo_langs, strict=True)])
-        for i, t in zip(missing, toks, strict=True):
-            cache.data[keys[i]] = list(t)
-        cache.dirty = True
+    many = getattr(analyzer, "tokenize_many", None)
+    for s in range(0, len(keys), batch):
+        part = keys[s : s + batch]
+        missing = [s + i for i, k in enumerate(part) if k not in cache]
+        if missing:
+            todo_texts = [texts[i] for i in missing]
+            todo_langs = [langs[i] for i in missing]
+            toks = (many(todo_texts, todo_langs) if many
+                    else [analyzer.tokenize(t, g) for t, g in zip(todo_texts, todo_langs, strict=True)])
+            for i, t in zip(missing, toks, strict=True):
+                cache.put(keys[i], t)
+        yield [cache.get(k) or [] for k in part]
     cache.save(set(keys))
-    return [cache.data[k] for k in keys]
 
 
-__all__ = ["CACHE_DIR", "EmbeddingCache", "TokenCache", "text_hash", "token_key", "tokenize_cached"]
+def tokenize_cached(cache: TokenCache, analyzer: Any, texts: Sequence[str], langs: Sequence[str]) -> list[list[str]]:
+    """Tokens of every text (:func:`iter_tokens` collected); the cache is saved with exactly these texts."""
+    return [toks for part in iter_tokens(cache, analyzer, texts, langs) for toks in part]
+
+
+__all__ = ["CACHE_DIR", "SEP", "EmbeddingCache", "TokenCache", "iter_tokens", "text_hash", "token_key",
+           "tokenize_cached"]

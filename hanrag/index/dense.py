@@ -18,7 +18,8 @@ Graph settings, measured at 100k on the same benchmark vectors (``/tmp`` probe, 
 backend's path: graph candidates re-scored exactly): M=16/ef_add 64 stalls at .89 by ef 2048; M=32/ef_add
 128 reaches .940 at ef 2048 and .957 at 4096, ef_add 256 .955 and .967 (M=48 adds nothing). At 1M
 (ef_add 128) recall falls to .92 at ef 4096 and .946 at 8192 (43 ms): these vectors of recombined
-sentences are full of near-ties. Stored as bf16 the graph walks 1.7x faster than f16 at equal recall (this
+sentences are full of near-ties. With ef_add 256, the 1M graph gives .948 at ef 4096 (24 ms p50) and .956 at
+6144 (36 ms), hence 6144. Stored as bf16 the graph walks 1.7x faster than f16 at equal recall (this
 CPU converts bf16 natively, f16 in software); i8 loses recall to quantisation (.90 at ef 4096). The
 candidates are re-scored from ``embeddings.npy``, so bf16's coarser mantissa never reaches a score.
 """
@@ -31,11 +32,12 @@ from pathlib import Path
 import numpy as np
 
 ANN_FILE = "dense.usearch"
-# below this many chunks exact search beats the graph at ef 4096 (30k: exact 3.9 ms p50, graph 11.6; scale.py)
-ANN_MIN_ROWS = 50_000
+# below this many chunks exact search is as fast as the graph at ef 6144 (exact costs ~13 ms per 100k rows:
+# 126 ms p50 at 1M; the graph ~11 ms at 100k, 36 ms at 1M; scale.py)
+ANN_MIN_ROWS = 100_000
 CONNECTIVITY = 32  # HNSW M: links per node
 EXPANSION_ADD = 256  # ef at construction
-EXPANSION_SEARCH = 4096  # ef at search (see the module notes)
+EXPANSION_SEARCH = 6144  # ef at search (see the module notes)
 GRAPH_DTYPE = "bf16"
 _BLOCK = 32768  # rows converted to float32 at a time (12 MiB at d=384)
 

@@ -1,10 +1,11 @@
-"""BM25 sparse index on bm25s, stored as NumPy + JSON (never pickle), scored with weighted query terms.
+"""BM25 sparse index, stored as NumPy + JSON (never pickle), scored with weighted query terms.
 
-bm25s builds the score matrix (one column of precomputed ``idf · tf-part`` per
-token, CSC layout: ``indptr[t]:indptr[t+1]`` slices ``indices`` (doc rows) and
-``data`` (scores)). Query scoring is a weighted sum of those columns, which lets
-expansion tokens weigh less than the query's own tokens — bm25s' own ``retrieve``
-cannot weight query tokens.
+The score matrix is bm25s' (one column of precomputed ``idf · tf-part`` per token,
+CSC layout: ``indptr[t]:indptr[t+1]`` slices ``indices`` (doc rows, ascending) and
+``data`` (scores)), built here batch by batch (:class:`SparseBuilder`) so a large corpus
+never holds all its tokens at once; tests check it against bm25s itself. Query scoring
+is a weighted sum of those columns, which lets expansion tokens weigh less than the
+query's own tokens — bm25s' own ``retrieve`` cannot weight query tokens.
 
 Files written by :meth:`SparseIndex.save`: ``bm25_vocab.json`` (tokens in id order),
 ``bm25_data.npy``, ``bm25_indices.npy``, ``bm25_indptr.npy``, ``bm25_doc_lens.npy``,
@@ -16,7 +17,7 @@ can compute identical scores.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ _ARRAYS = ("data", "indices", "indptr", "doc_lens")
 # top_k prunes (MaxScore) only when the query's columns hold more entries than this: below it scoring them
 # all is a few ms and simpler
 PRUNE_MIN_POSTINGS = 200_000
+BUILD_BATCH = 8192  # documents turned into postings at a time
 LOOKUP_COST = 20  # a binary-search lookup of one row in a column costs about as much as this many += entries
 
 
@@ -118,29 +120,17 @@ class SparseIndex:
 
     # -- build ---------------------------------------------------------------------------
     @classmethod
-    def build(cls, corpus_tokens: list[list[str]], cfg: Bm25Config) -> SparseIndex:
-        import bm25s  # lazy: a searcher loads saved arrays and never needs bm25s (it pulls in scipy)
-
-        if cfg.method not in METHODS:
-            raise ValueError(f"bm25.method must be one of {', '.join(METHODS)}, got {cfg.method!r}")
-        vocab: dict[str, int] = {}
-        ids = [[vocab.setdefault(t, len(vocab)) for t in doc] for doc in corpus_tokens]
-        doc_lens = np.array([len(d) for d in ids], dtype=np.int32)
-        if not vocab or not ids:
-            # nothing to score: an index that returns no hits
-            empty = np.zeros(0, dtype=np.float32)
-            return cls(
-                list(vocab), empty, np.zeros(0, np.int32), np.zeros(len(vocab) + 1, np.int64), doc_lens,
-                k1=cfg.k1, b=cfg.b, method=cfg.method,
-            )  # fmt: skip
-        model = bm25s.BM25(k1=cfg.k1, b=cfg.b, method=cfg.method)
-        model.index((ids, vocab), create_empty_token=False, show_progress=False)
-        s = model.scores
-        data, indices, indptr = _rows_ascending(np.asarray(s["data"], dtype=np.float32),
-                                                np.asarray(s["indices"], dtype=np.int32),
-                                                np.asarray(s["indptr"], dtype=np.int64))
-        return cls(list(vocab), data, indices, indptr, doc_lens, k1=cfg.k1, b=cfg.b, method=cfg.method,
-                   rows_sorted=True)
+    def build(cls, corpus_tokens: Iterable[Sequence[str]], cfg: Bm25Config) -> SparseIndex:
+        """The index of every document's tokens (a list or any iterable, read once, a batch at a time)."""
+        builder = SparseBuilder()
+        batch: list[Sequence[str]] = []
+        for doc in corpus_tokens:
+            batch.append(doc)
+            if len(batch) >= BUILD_BATCH:
+                builder.add(batch)
+                batch = []
+        builder.add(batch)
+        return builder.build(cfg)
 
     # -- disk ----------------------------------------------------------------------------
     def files(self) -> list[str]:
@@ -324,14 +314,71 @@ class SparseIndex:
         return bm25_ceiling(weights, df_of, self.n_docs, self.k1, self.method)
 
 
-def _rows_ascending(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The CSC arrays with rows ascending within each column (bm25s writes them so today; sorted if not)."""
-    if indices.size < 2:
-        return data, indices, indptr
-    col = np.repeat(np.arange(indptr.size - 1, dtype=np.int32), np.diff(indptr))
-    within = (np.diff(indices) > 0) | (np.diff(col) != 0)
-    if within.all():
-        return data, indices, indptr
-    order = np.lexsort((indices, col))
-    return data[order], indices[order], indptr
+class SparseBuilder:
+    """Collects documents' tokens a batch at a time as (row, token id, tf) postings, then scores them.
+
+    A million-chunk build held every token of every chunk as a Python string (several GB) until bm25s
+    indexed them; here each batch becomes three int32 arrays at once, so memory is ~12 bytes per distinct
+    token of a document, and the tokens can be dropped (or never all exist: the build streams them).
+    Scores are :func:`bm25_idf` x :func:`bm25_tf_part`, the functions the Milvus backend also uses;
+    tests/index/test_sparse.py checks them against bm25s, the reference implementation."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self._rows: list[np.ndarray] = []
+        self._toks: list[np.ndarray] = []
+        self._tfs: list[np.ndarray] = []
+        self._lens: list[np.ndarray] = []
+        self.n_docs = 0
+
+    def add(self, docs: Sequence[Sequence[str]]) -> None:
+        """Append documents (their rows follow the ones added before)."""
+        if not docs:
+            return
+        vocab = self.vocab
+        lens = np.fromiter((len(d) for d in docs), np.int64, count=len(docs))
+        ids = np.fromiter((vocab.setdefault(t, len(vocab)) for d in docs for t in d), np.int64,
+                          count=int(lens.sum()))
+        width = max(len(vocab), 1)
+        local = np.repeat(np.arange(len(docs), dtype=np.int64), lens)
+        # one sort of (row, token) keys gives each document's distinct tokens and their counts
+        keys, tf = np.unique(local * width + ids, return_counts=True)
+        self._rows.append((keys // width + self.n_docs).astype(np.int32))
+        self._toks.append((keys % width).astype(np.int32))
+        self._tfs.append(tf.astype(np.int32))
+        self._lens.append(lens.astype(np.int32))
+        self.n_docs += len(docs)
+
+    def build(self, cfg: Bm25Config) -> SparseIndex:
+        if cfg.method not in METHODS:
+            raise ValueError(f"bm25.method must be one of {', '.join(METHODS)}, got {cfg.method!r}")
+        vocab = list(self.vocab)
+        doc_lens = np.concatenate(self._lens) if self._lens else np.zeros(0, np.int32)
+        toks = np.concatenate(self._toks) if self._toks else np.zeros(0, np.int32)
+        if not vocab or not toks.size:
+            # nothing to score: an index that returns no hits
+            return SparseIndex(vocab, np.zeros(0, np.float32), np.zeros(0, np.int32),
+                               np.zeros(len(vocab) + 1, np.int64), doc_lens, k1=cfg.k1, b=cfg.b, method=cfg.method,
+                               rows_sorted=True)
+        rows = np.concatenate(self._rows)
+        tfs = np.concatenate(self._tfs)
+        self._rows, self._toks, self._tfs = [], [], []
+        df = np.bincount(toks, minlength=len(vocab))
+        idf = np.asarray(bm25_idf(df, self.n_docs, cfg.method), dtype=np.float64)
+        avg_len = float(doc_lens.mean())
+        # CSC: postings grouped by token; a stable sort keeps each column's rows ascending (rows were added
+        # in order), which row_scores' binary search relies on
+        order = np.argsort(toks, kind="stable")
+        del toks
+        indices = rows[order]
+        data = np.empty(order.size, np.float32)
+        step = 1 << 22  # float64 temporaries for a slice at a time
+        col = np.repeat(np.arange(len(vocab), dtype=np.int32), df)
+        for s in range(0, order.size, step):
+            part = order[s : s + step]
+            tf_part = bm25_tf_part(tfs[part], doc_lens[indices[s : s + step]], avg_len, cfg.k1, cfg.b, cfg.method)
+            data[s : s + step] = idf[col[s : s + step]] * tf_part
+        indptr = np.zeros(len(vocab) + 1, np.int64)
+        np.cumsum(df, out=indptr[1:])
+        return SparseIndex(vocab, data, indices, indptr, doc_lens, k1=cfg.k1, b=cfg.b, method=cfg.method,
+                           rows_sorted=True)

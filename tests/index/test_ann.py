@@ -58,7 +58,7 @@ def ann_index(tmp_path_factory) -> tuple[Path, np.ndarray]:
     cfg.index.dedup = False
     index = tmp_path_factory.mktemp("ann") / "ix"
     mp = pytest.MonkeyPatch()
-    mp.setattr(dense, "ANN_MIN_ROWS", 1000)  # a graph at 3k chunks (the default starts at 20k)
+    mp.setattr(dense, "ANN_MIN_ROWS", 1000)  # a graph at 3k chunks (the default starts far higher)
     try:
         build_from_chunks(chunks, index, cfg, embedder=TableEmbedder(vectors), progress=False)
     finally:
@@ -101,6 +101,23 @@ def test_backend_uses_graph_and_filters_before_top_k(ann_index, monkeypatch) -> 
     monkeypatch.setattr("hanrag.backends.embedded.EXACT_FILTERED_MAX", 50_000)
     hits = backend.dense_search(q, 20, Filters(source_glob="d5.md"))
     assert not calls and sorted(c for c, _ in hits) == [f"c{i:05d}" for i in range(50, 60)]
+
+
+def test_exact_filtered_search_gathers_few_rows_and_scans_under_a_broad_mask(ann_index, monkeypatch) -> None:
+    index, vectors = ann_index
+    backend = EmbeddedBackend.open(index)
+    gathered = []
+    real = dense.top_k_rows
+    monkeypatch.setattr(dense, "top_k_rows", lambda *a: gathered.append(len(a[1])) or real(*a))
+    q = vectors[21]
+    for f in (Filters(lang=("ko",)), Filters(source_glob="d1?.md")):  # a third of the rows; 10 documents
+        mask = backend.mask(f)
+        rows, scores = backend.dense_top_k(q, 10, mask)  # both at most EXACT_FILTERED_MAX: exact
+        ref_rows, ref_scores = dense.top_k(backend.snapshot.embeddings, q, 10, mask=mask)
+        assert rows.tolist() == ref_rows.tolist()
+        np.testing.assert_allclose(scores, ref_scores, rtol=1e-6)
+    # the third is scanned under the mask (gathering it costs more), the few rows are gathered
+    assert gathered == [int(backend.mask(Filters(source_glob="d1?.md")).sum())] == [100]
 
 
 def test_records_are_read_by_row_and_id(ann_index) -> None:

@@ -125,10 +125,49 @@ def test_embedding_checkpoints_are_geometric_and_a_rerun_embeds_nothing(tmp_path
     chunks = [Chunk(chunk_id=f"c{i}", doc_id="d", text=f"text {i}", start=0, end=1, source="s", path="p",
                     lang="en", section=0) for i in range(5000)]
     emb = CountingEmbedder()
-    build._embed(chunks, emb, tmp_path, 16, lambda name, total: lambda n: None)
+    quiet = lambda name, total: lambda n: None  # noqa: E731
+    build._embed(chunks, emb, tmp_path, 16, quiet, tmp_path / "a.npy", np.float32)
     assert emb.seen == 5000
     # 256, then a quarter of what is saved each time: a few checkpoints, not 5000 / 256
     assert 5 <= len(saves) <= 12, saves
     emb2 = CountingEmbedder()
-    vectors, tokens, embedded, _ = build._embed(chunks, emb2, tmp_path, 16, lambda name, total: lambda n: None)
-    assert emb2.seen == 0 and embedded == 0 and vectors.shape == (5000, 4) and tokens[7] == len("text 7")
+    out = build._embed(chunks, emb2, tmp_path, 16, quiet, tmp_path / "b.npy", np.float16)
+    assert emb2.seen == 0 and out.embedded == 0 and out.tokens[7] == len("text 7")
+    first, again = np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy")
+    assert first.shape == again.shape == (5000, 4) and again.dtype == np.float16
+    np.testing.assert_allclose(again, first, atol=1e-3)
+    # row order is chunk order, whatever order the cache holds them in
+    np.testing.assert_allclose(first[7], emb.encode_passages(["text 7"])[0], rtol=1e-6)
+    np.testing.assert_allclose(out.mean, first.mean(axis=0, dtype=np.float64), rtol=1e-6)
+
+
+def test_token_cache_holds_joined_tokens_and_reads_the_list_format(tmp_path):
+    import json
+
+    from hanrag.index.cache import SEP, TokenCache, iter_tokens
+
+    class Splitter:
+        calls = 0
+
+        def tokenize(self, text, lang):
+            Splitter.calls += 1
+            return text.split()
+
+    old = {"en:old": ["written", "as", "a", "list"]}
+    (tmp_path / "tokens-x.json").write_text(json.dumps(old))
+    cache = TokenCache(tmp_path, "x")
+    assert cache.get("en:old") == ["written", "as", "a", "list"]
+    cache.put("en:odd", ["a" + SEP + "b", "c"])  # would not survive joining: kept as a list
+    cache.put("en:one-empty", [""])
+    cache.put("en:none", [])
+    assert cache.get("en:odd") == ["a" + SEP + "b", "c"] and cache.get("en:one-empty") == [""]
+    assert cache.get("en:none") == []
+    texts = [f"t{i} common words" for i in range(10)]
+    parts = list(iter_tokens(cache, Splitter(), texts, ["en"] * 10, batch=3))
+    assert [len(p) for p in parts] == [3, 3, 3, 1] and parts[1][0] == ["t3", "common", "words"]
+    assert Splitter.calls == 10
+    saved = json.loads((tmp_path / "tokens-x.json").read_text())
+    assert len(saved) == 10 and all(isinstance(v, str) for v in saved.values())  # only the texts asked for
+    again = TokenCache(tmp_path, "x")
+    assert [t for p in iter_tokens(again, Splitter(), texts, ["en"] * 10) for t in p] == [t.split() for t in texts]
+    assert Splitter.calls == 10  # every text came from the cache

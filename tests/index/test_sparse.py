@@ -101,17 +101,6 @@ def test_row_scores_equal_full_scores_for_any_rows(tmp_path):
     assert index.row_scores(weights, np.zeros(0, np.int64)).shape == (0,)
 
 
-def test_columns_are_sorted_by_row_when_they_come_unsorted():
-    from hanrag.index.sparse import _rows_ascending
-
-    # two columns, the second one's rows out of order
-    data = np.array([1, 2, 3, 4, 5], np.float32)
-    indices = np.array([0, 4, 9, 2, 5], np.int32)
-    indptr = np.array([0, 2, 5], np.int64)
-    d, i, p = _rows_ascending(data, indices, indptr)
-    assert i.tolist() == [0, 4, 2, 5, 9] and d.tolist() == [1, 2, 4, 5, 3] and p.tolist() == [0, 2, 5]
-
-
 def test_index_written_before_rows_were_sorted_still_scores_rows(tmp_path):
     import json
 
@@ -156,3 +145,37 @@ def test_pruned_top_k_equals_scoring_every_column(monkeypatch, method):
                 assert rows.tolist() == want_rows.tolist(), (q, k)
                 np.testing.assert_allclose(scores, want_scores, rtol=1e-5)
     assert calls  # the pruned path ran
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
+def test_build_matches_bm25s(method):
+    """The batch-by-batch builder gives bm25s' own score matrix (same vocabulary order, columns, scores)."""
+    import random
+
+    import bm25s
+
+    import hanrag.index.sparse as sparse_mod
+
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(300)]
+    docs = [[rng.choice(words[: rng.randint(5, 300)]) for _ in range(rng.randint(0, 40))] for _ in range(500)]
+    cfg = Bm25Config(k1=1.3, b=0.7, method=method)
+    ours = SparseIndex.build(docs, cfg)
+    small = sparse_mod.BUILD_BATCH
+    try:
+        sparse_mod.BUILD_BATCH = 37  # many batches: rows and vocabulary carry over between them
+        batched = SparseIndex.build(iter(docs), cfg)
+    finally:
+        sparse_mod.BUILD_BATCH = small
+    vocab: dict[str, int] = {}
+    ids = [[vocab.setdefault(t, len(vocab)) for t in d] for d in docs]
+    ref = bm25s.BM25(k1=cfg.k1, b=cfg.b, method=method)
+    ref.index((ids, vocab), create_empty_token=False, show_progress=False)
+    s = ref.scores
+    for index in (ours, batched):
+        assert index.vocab == list(vocab) and index.rows_sorted
+        np.testing.assert_array_equal(index.indptr, np.asarray(s["indptr"]))
+        order = np.lexsort((np.asarray(s["indices"]), np.repeat(np.arange(len(vocab)), np.diff(s["indptr"]))))
+        np.testing.assert_array_equal(index.indices, np.asarray(s["indices"])[order])
+        np.testing.assert_allclose(index.data, np.asarray(s["data"])[order], rtol=2e-6)
+        np.testing.assert_array_equal(index.doc_lens, [len(d) for d in docs])

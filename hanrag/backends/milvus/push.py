@@ -116,7 +116,7 @@ def snapshot_tokens(cfg: Config, index_dir: str | Path, snap: Snapshot, analyzer
     ident = snap.manifest.get("analyzer") or {}
     cache = TokenCache(Path(index_dir) / CACHE_DIR, identity_key(ident)) if ident else None
     keys = [f"{c.lang}:{text_hash(c.text)}" for c in snap.chunks]
-    tokens: list[list[str] | None] = [cache.data.get(k) if cache else None for k in keys]
+    tokens: list[list[str] | None] = [cache.get(k) if cache else None for k in keys]
     missing = [i for i, t in enumerate(tokens) if t is None]
     if missing:
         analyzer = analyzer or get_analyzer(cfg)
