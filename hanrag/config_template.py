@@ -43,7 +43,7 @@ _FALLBACK_HELP: dict[str, str] = {
     "text.en_stem": "stem English tokens (Snowball) in the index and queries",
     "text.en_allowlist": "English tokens kept whole although they contain digits or symbols",
     "lexicon.expansion_weight": "weight of a cross-script expansion token relative to a query token",
-    "bm25.method": "bm25s scoring variant: lucene | robertson | atire | bm25l | bm25+",
+    "bm25.method": "BM25 variant (as bm25s computes it): lucene | robertson | atire",
     "bm25.k1": "term-frequency saturation",
     "bm25.b": "length normalisation",
     "embedder.max_seq_length": "longer passages are truncated to this many model tokens",
