@@ -14,6 +14,7 @@ the stored vectors, so dense scores are the same numbers :meth:`dense_scores` re
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,6 +44,8 @@ class EmbeddedBackend:
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         self._masks: OrderedDict[Filters, np.ndarray] = OrderedDict()
+        # searches run side by side (server threads, a query's BM25 and dense retrieval): the LRU is shared
+        self._masks_lock = threading.Lock()
 
     @classmethod
     def open(cls, index_dir: str | Path, *, verify: bool | str = True) -> EmbeddedBackend:
@@ -63,16 +66,18 @@ class EmbeddedBackend:
     def mask(self, filters: Filters | None) -> np.ndarray:
         """Rows a search may return: kept (not a near-duplicate) and accepted by the filters. Cached per filter."""
         key = filters if filters is not None and not filters.is_empty() else Filters()
-        hit = self._masks.get(key)
-        if hit is not None:
-            self._masks.move_to_end(key)
-            return hit
+        with self._masks_lock:
+            hit = self._masks.get(key)
+            if hit is not None:
+                self._masks.move_to_end(key)
+                return hit
         m = self.snapshot.kept.copy()
         if not key.is_empty():
             m &= self._filter_rows(key)
-        self._masks[key] = m
-        if len(self._masks) > 64:
-            self._masks.popitem(last=False)
+        with self._masks_lock:
+            self._masks[key] = m
+            if len(self._masks) > 64:
+                self._masks.popitem(last=False)
         return m
 
     def _filter_rows(self, key: Filters) -> np.ndarray:

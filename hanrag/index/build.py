@@ -391,7 +391,7 @@ def build_from_chunks(
         try:
             with _progress(progress) as task:
                 t = time.perf_counter()
-                tokens, analyzer_identity = _tokenize(chunks, cfg, cache_root, analyzer)
+                postings, analyzer_identity = _tokenize(chunks, cfg, cache_root, analyzer)
                 timings["tokenize"] = time.perf_counter() - t
                 dtype = np.float16 if cfg.embedder.dtype == "float16" else np.float32
                 vec = _embed(chunks, embedder, cache_root, max(1, cfg.embedder.batch_size), task,
@@ -404,8 +404,8 @@ def build_from_chunks(
             timings["dedup"] = time.perf_counter() - t
 
             t = time.perf_counter()
-            sparse = tokens.build(cfg.bm25)
-            del tokens
+            sparse = postings.build(cfg.bm25)
+            del postings
             sparse.save(writer.path / "sparse")
             del sparse
             timings["sparse"] = time.perf_counter() - t

@@ -12,8 +12,10 @@ the largest.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,6 +28,18 @@ from hanrag.search.fusion import Fused, candidate_count, fuse
 from hanrag.search.plan import QueryPlanner
 
 LANGS = ("ko", "zh", "en")
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The process's worker threads for a query's dense side (created on first hybrid search)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(thread_name_prefix="hanrag-dense")
+        return _POOL
 
 
 @dataclass
@@ -259,18 +273,33 @@ class Searcher:
         """Sparse top-K and dense top-K; the union of their ids, with chunks loaded when there are any."""
         bm25: dict[str, float] = {}
         dense: dict[str, float] = {}
-        if mode != "dense" and weights:
+
+        def dense_side() -> tuple[np.ndarray, dict[str, float]]:
             t = time.perf_counter()
-            bm25 = dict(self.backend.sparse_search(weights, k, filters))
-            times.bm25 = time.perf_counter() - t
-        if mode != "bm25":
-            t = time.perf_counter()
-            if qvec is None:
-                qvec = self.embed_query(query)
+            vec = self.embed_query(query) if qvec is None else qvec
             times.embed = time.perf_counter() - t
             t = time.perf_counter()
-            dense = dict(self.backend.dense_search(qvec, k, filters))
+            found = dict(self.backend.dense_search(vec, k, filters))
             times.dense = time.perf_counter() - t
+            return vec, found
+
+        # hybrid: the query embedding and the dense search (native code that releases the GIL: the model, BLAS,
+        # the HNSW walk) run in a worker while BM25 runs here; at 1M chunks that hides BM25's time behind the
+        # graph walk's
+        pending = _pool().submit(dense_side) if mode == "hybrid" and weights else None
+        if mode != "dense" and weights:
+            t = time.perf_counter()
+            try:
+                bm25 = dict(self.backend.sparse_search(weights, k, filters))
+            except BaseException:
+                if pending is not None and not pending.cancel():
+                    pending.exception()  # wait for it: never leave a worker searching on its own
+                raise
+            times.bm25 = time.perf_counter() - t
+        if pending is not None:
+            qvec, dense = pending.result()
+        elif mode != "bm25":
+            qvec, dense = dense_side()
         ids = list(dict.fromkeys([*bm25, *dense]))
         # no backend round trip for an empty candidate set (the caller returns early)
         chunks = dict(zip(ids, self.backend.get_chunks(ids), strict=True)) if ids else {}
