@@ -154,3 +154,34 @@ def test_rerank_stage_with_tiny_cross_encoder(parts, embedder, tmp_path):
     raw = s.reranker.score("kubernetes pod restart", [h.chunk.text for h in hits])
     assert np.allclose(raw, [h.explanation.rerank for h in hits], atol=1e-5)
     assert res.times.rerank > 0
+
+
+def test_hybrid_runs_the_dense_side_beside_bm25_and_fails_cleanly(parts, embedder, monkeypatch):
+    import threading
+
+    s = make(parts, embedder)
+    seen = {}
+    real_dense, real_sparse = s.backend.dense_search, s.backend.sparse_search
+
+    def dense(*a, **kw):
+        seen.setdefault("dense", []).append(threading.current_thread().name)
+        return real_dense(*a, **kw)
+
+    def sparse(*a, **kw):
+        seen["sparse"] = threading.current_thread().name
+        return real_sparse(*a, **kw)
+
+    monkeypatch.setattr(s.backend, "dense_search", dense)
+    monkeypatch.setattr(s.backend, "sparse_search", sparse)
+    hybrid = s.search("갑목 용신", top_k=3, mode="hybrid", explain=True)
+    # the first dense search (the cross-lingual stage may add per-language ones later) ran in a worker
+    assert seen["dense"][0].startswith("hanrag-dense") and seen["sparse"] == threading.current_thread().name
+    check_consistent(hybrid)
+    assert any(h.explanation.bm25_raw and h.explanation.dense_raw for h in hybrid)  # both sides reached fusion
+
+    def broken(*a, **kw):
+        raise RuntimeError("sparse side failed")
+
+    monkeypatch.setattr(s.backend, "sparse_search", broken)
+    with pytest.raises(RuntimeError, match="sparse side failed"):
+        s.search("갑목 용신", top_k=3, mode="hybrid")
