@@ -28,6 +28,7 @@ from hanrag.search.fusion import Fused, candidate_count, fuse
 from hanrag.search.plan import QueryPlanner
 
 LANGS = ("ko", "zh", "en")
+PARALLEL_MIN_ROWS = 100_000  # from here a dense search costs over 10 ms (benchmarks/scale.py)
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -137,6 +138,7 @@ class Searcher:
         self._reranker = reranker
         self._index_langs: tuple[str, ...] | None = None
         self._dense_mean: np.ndarray | None = None
+        self._parallel: bool | None = None  # dense side in a worker (large indexes; decided on first search)
 
     # -- pieces -------------------------------------------------------------------------------------
     @property
@@ -283,10 +285,12 @@ class Searcher:
             times.dense = time.perf_counter() - t
             return vec, found
 
-        # hybrid: the query embedding and the dense search (native code that releases the GIL: the model, BLAS,
-        # the HNSW walk) run in a worker while BM25 runs here; at 1M chunks that hides BM25's time behind the
-        # graph walk's
-        pending = _pool().submit(dense_side) if mode == "hybrid" and weights else None
+        # hybrid on a large index: the dense side runs in a worker while BM25 runs here (the HNSW walk and BLAS
+        # release the GIL; at 1M chunks BM25's time hides behind the graph walk's). On a small index both take
+        # a few ms and the hand-over to a thread would cost more than it saves (the embedder keeps the GIL)
+        if self._parallel is None:
+            self._parallel = self.backend.count() >= PARALLEL_MIN_ROWS
+        pending = _pool().submit(dense_side) if mode == "hybrid" and weights and self._parallel else None
         if mode != "dense" and weights:
             t = time.perf_counter()
             try:

@@ -160,6 +160,7 @@ def test_hybrid_runs_the_dense_side_beside_bm25_and_fails_cleanly(parts, embedde
     import threading
 
     s = make(parts, embedder)
+    monkeypatch.setattr("hanrag.search.searcher.PARALLEL_MIN_ROWS", 1)  # the parallel path on a tiny index
     seen = {}
     real_dense, real_sparse = s.backend.dense_search, s.backend.sparse_search
 
