@@ -295,21 +295,21 @@ def _embed(
     tokens = np.asarray(cache.tokens, dtype=np.int64)[rows] if len(keys) else np.zeros(0, np.int64)
     for i in np.flatnonzero(tokens < 0):  # a cache entry written before token counts were kept
         tokens[i] = embedder.count_tokens(chunks[i].text)
-    mean = _write_rows(cache.vectors, rows, out, dtype)
+    mean = _write_rows(cache.take, embedder.dim, rows, out, dtype)
     if cache.prune(set(keys)) or todo:
         cache.save(ident)
     return _Vectors(tokens, mean, len(todo), embed_s)
 
 
-def _write_rows(source: np.ndarray, rows: np.ndarray, path: Path, dtype: type[np.floating]) -> np.ndarray | None:
-    """``source[rows]`` written to a .npy a block at a time (no second copy of the matrix); returns the mean row."""
-    dim = source.shape[1]
+def _write_rows(take: Callable[[np.ndarray], np.ndarray], dim: int, rows: np.ndarray, path: Path,
+                dtype: type[np.floating]) -> np.ndarray | None:
+    """``take(rows)`` written to a .npy a block at a time (never the whole matrix in memory); returns the mean row."""
     total = np.zeros(dim, np.float64)
     with open(path, "wb") as fh:
         np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
                                                   "fortran_order": False, "shape": (int(rows.size), dim)})
         for s in range(0, rows.size, 65536):
-            block = source[rows[s : s + 65536]]
+            block = take(rows[s : s + 65536])
             total += block.sum(axis=0, dtype=np.float64)
             fh.write(np.ascontiguousarray(block, dtype=dtype).tobytes())
     return total / rows.size if rows.size else None

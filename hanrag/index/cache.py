@@ -55,9 +55,22 @@ class EmbeddingCache:
 
     @property
     def vectors(self) -> np.ndarray:
+        """Every row as one array (joins the blocks; :meth:`take` reads rows without that copy)."""
         if len(self._blocks) != 1:
             self._blocks = [np.concatenate(self._blocks) if self._blocks else np.zeros((0, self.dim), np.float32)]
         return self._blocks[0]
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """The given rows (float32, in the order asked), gathered from the blocks where they lie: the saved
+        segments are memory-mapped, so a build reading a million cached vectors never holds them all."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty((rows.size, self.dim), np.float32)
+        starts = np.cumsum([0, *(len(b) for b in self._blocks)])
+        which = np.searchsorted(starts, rows, side="right") - 1
+        for b in np.unique(which):
+            sel = which == b
+            out[sel] = self._blocks[int(b)][rows[sel] - starts[b]]
+        return out
 
     @property
     def saved_rows(self) -> int:
@@ -73,7 +86,7 @@ class EmbeddingCache:
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             vec_path = self.dir / meta["file"]
-            vectors = np.load(vec_path, allow_pickle=False)
+            vectors = np.load(vec_path, mmap_mode="r", allow_pickle=False)
         except (FileNotFoundError, KeyError, TypeError, ValueError, OSError):
             return  # no cache or an unusable segment: those texts are embedded again
         keys = meta.get("keys", [])
@@ -86,12 +99,15 @@ class EmbeddingCache:
             self.index[keys[i]] = base + j
         self.keys.extend(keys[i] for i in fresh)
         self.tokens.extend(int(tokens[i]) for i in fresh)
-        self._blocks.append(np.asarray(vectors[fresh] if len(fresh) < len(keys) else vectors, dtype=np.float32))
+        # a memory-mapped segment (read on demand); a copy of its new rows when some were in an earlier one (or
+        # when it is not float32, which this class never writes)
+        whole = len(fresh) == len(keys) and vectors.dtype == np.float32
+        self._blocks.append(vectors if whole else np.asarray(vectors[fresh], dtype=np.float32))
         self._files += [meta_path, vec_path]
 
     def get(self, key: str) -> tuple[np.ndarray, int] | None:
         i = self.index.get(key)
-        return None if i is None else (self.vectors[i], self.tokens[i])
+        return None if i is None else (self.take(np.array([i]))[0], self.tokens[i])
 
     def add(self, keys: Sequence[str], vectors: np.ndarray, tokens: Sequence[int]) -> None:
         new = [(k, i) for i, k in enumerate(keys) if k not in self.index]
@@ -127,7 +143,7 @@ class EmbeddingCache:
         self.dir.mkdir(parents=True, exist_ok=True)
         name = f"seg-{time.time_ns():020d}"
         keys = self.keys[start:]
-        atomic_save_npy(self.dir / f"{name}.npy", self.vectors[start:])
+        atomic_save_npy(self.dir / f"{name}.npy", self.take(np.arange(start, len(self.index))))
         atomic_write_bytes(self.dir / f"{name}.json", json.dumps(
             {"identity": self.identity if identity is None else identity, "file": f"{name}.npy", "keys": keys,
              "tokens": self.tokens[start:]}).encode())
@@ -141,6 +157,25 @@ class EmbeddingCache:
         else:
             self._files += written
         self._saved = len(self.index)
+        self._map_saved(start, self.dir / f"{name}.npy")
+
+    def _map_saved(self, start: int, path: Path) -> None:
+        """Rows from ``start`` on are now in ``path``: read them from there (memory-mapped) and let the in-memory
+        copies go, so a long build's new vectors do not pile up in memory."""
+        kept, rows = [], 0
+        for block in self._blocks:
+            if rows >= start:
+                break
+            kept.append(block)
+            rows += len(block)
+        if rows != start:  # a block across the boundary (not expected): keep everything as it is
+            return
+        try:
+            mapped = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError):
+            return
+        if mapped.shape == (len(self.index) - start, self.dim):
+            self._blocks = [*kept, mapped]
 
 
 # tokens of one text are held joined by this separator: one string per text instead of one per token (a

@@ -171,3 +171,22 @@ def test_token_cache_holds_joined_tokens_and_reads_the_list_format(tmp_path):
     again = TokenCache(tmp_path, "x")
     assert [t for p in iter_tokens(again, Splitter(), texts, ["en"] * 10) for t in p] == [t.split() for t in texts]
     assert Splitter.calls == 10  # every text came from the cache
+
+
+def test_saved_segments_are_memory_mapped_and_rows_are_taken_across_blocks(tmp_path):
+    cache = EmbeddingCache(tmp_path, IDENT, 4)
+    rng = np.random.default_rng(0)
+    first, second = rng.normal(size=(5, 4)).astype(np.float32), rng.normal(size=(3, 4)).astype(np.float32)
+    cache.add([f"a{i}" for i in range(5)], first, [1] * 5)
+    cache.save()
+    cache.add([f"b{i}" for i in range(3)], second, [2] * 3)
+    cache.save()
+    assert all(isinstance(b, np.memmap) for b in cache._blocks)  # saved rows leave memory
+    again = EmbeddingCache(tmp_path, IDENT, 4)
+    assert len(again._blocks) == 2 and all(isinstance(b, np.memmap) for b in again._blocks)  # nothing read yet
+    rows = np.array([6, 0, 4, 5, 2])
+    expect = np.concatenate([first, second])[rows]
+    np.testing.assert_array_equal(again.take(rows), expect)
+    assert len(again._blocks) == 2  # taking rows joined nothing
+    np.testing.assert_array_equal(again.get("b1")[0], second[1])
+    assert again.take(np.zeros(0, np.int64)).shape == (0, 4)
