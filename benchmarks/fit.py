@@ -101,6 +101,7 @@ def main() -> None:
     ap.add_argument("--max-queries", type=int, default=0)
     ap.add_argument("--sets", nargs="*", default=None, help="tuning sets (default: every shared set)")
     ap.add_argument("--no-mixed", action="store_true")
+    ap.add_argument("--fusions", nargs="*", default=list(FUSIONS), help="fusion methods to fit (default: all)")
     args = ap.parse_args()
     cfg = Config()
     emb = caching_embedder(cfg)
@@ -122,7 +123,7 @@ def main() -> None:
         indexes.append(("MIXED", mixed_idx, [shared[n] for n in names if n in MIXED_SETS]))
 
     results = {}
-    for fusion in FUSIONS:
+    for fusion in args.fusions:
         records = []
         for where, idx, sets in indexes:
             for r in collect(idx, cfg, sets, emb, fusion):
