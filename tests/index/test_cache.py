@@ -190,3 +190,12 @@ def test_saved_segments_are_memory_mapped_and_rows_are_taken_across_blocks(tmp_p
     assert len(again._blocks) == 2  # taking rows joined nothing
     np.testing.assert_array_equal(again.get("b1")[0], second[1])
     assert again.take(np.zeros(0, np.int64)).shape == (0, 4)
+
+
+def test_npy_rows_reads_slices_like_the_array(tmp_path):
+    x = np.arange(70 * 4, dtype=np.float16).reshape(70, 4)
+    np.save(tmp_path / "m.npy", x)
+    rows = build._NpyRows(tmp_path / "m.npy")
+    assert rows.shape == (70, 4) and rows.ndim == 2
+    for s in (slice(0, 10), slice(65, 200), slice(70, 80), slice(3, 4)):
+        np.testing.assert_array_equal(rows[s], x[s])
