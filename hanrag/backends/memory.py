@@ -52,7 +52,10 @@ class MemoryBackend:
         for c in self.chunks:
             langs[c.lang] = langs.get(c.lang, 0) + 1
         dense_mean = self.vectors.mean(axis=0).tolist() if n else None
-        self._manifest = {"backend": "memory", "chunks": n, "langs": langs, "dense_mean": dense_mean}
+        lang_of = np.array([c.lang for c in self.chunks])
+        by_lang = {g: self.vectors[lang_of == g].mean(axis=0).tolist() for g in langs}
+        self._manifest = {"backend": "memory", "chunks": n, "langs": langs, "dense_mean": dense_mean,
+                          "dense_mean_by_lang": by_lang}
         self._manifest.update(manifest or {})
         self._mask_cache: dict[Filters, np.ndarray] = {}
 

@@ -256,6 +256,7 @@ class _Vectors:
 
     tokens: np.ndarray  # the embedder's token count per chunk
     mean: np.ndarray | None  # mean chunk vector (float64), None for no chunks
+    lang_means: dict[str, np.ndarray]  # mean chunk vector of each language
     embedded: int  # texts sent to the embedder (cache misses)
     seconds: float
 
@@ -295,24 +296,33 @@ def _embed(
     tokens = np.asarray(cache.tokens, dtype=np.int64)[rows] if len(keys) else np.zeros(0, np.int64)
     for i in np.flatnonzero(tokens < 0):  # a cache entry written before token counts were kept
         tokens[i] = embedder.count_tokens(chunks[i].text)
-    mean = _write_rows(cache.take, embedder.dim, rows, out, dtype)
+    names = sorted({c.lang for c in chunks})
+    code = {g: i for i, g in enumerate(names)}
+    groups = np.fromiter((code[c.lang] for c in chunks), np.int64, count=len(chunks))
+    sums = _write_rows(cache.take, embedder.dim, rows, out, dtype, groups, len(names))
+    counts = np.bincount(groups, minlength=len(names))
+    mean = sums.sum(axis=0) / len(chunks) if len(chunks) else None
+    lang_means = {g: sums[i] / counts[i] for i, g in enumerate(names) if counts[i]}
     if cache.prune(set(keys)) or todo:
         cache.save(ident)
-    return _Vectors(tokens, mean, len(todo), embed_s)
+    return _Vectors(tokens, mean, lang_means, len(todo), embed_s)
 
 
 def _write_rows(take: Callable[[np.ndarray], np.ndarray], dim: int, rows: np.ndarray, path: Path,
-                dtype: type[np.floating]) -> np.ndarray | None:
-    """``take(rows)`` written to a .npy a block at a time (never the whole matrix in memory); returns the mean row."""
-    total = np.zeros(dim, np.float64)
+                dtype: type[np.floating], groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """``take(rows)`` written to a .npy a block at a time (never the whole matrix in memory); returns the sum of
+    the rows of each group (float64, ``n_groups`` x ``dim``)."""
+    sums = np.zeros((n_groups, dim), np.float64)
     with open(path, "wb") as fh:
         np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
                                                   "fortran_order": False, "shape": (int(rows.size), dim)})
         for s in range(0, rows.size, 65536):
             block = take(rows[s : s + 65536])
-            total += block.sum(axis=0, dtype=np.float64)
+            part = groups[s : s + 65536]
+            for g in np.unique(part):
+                sums[g] += block[part == g].sum(axis=0, dtype=np.float64)
             fh.write(np.ascontiguousarray(block, dtype=dtype).tobytes())
-    return total / rows.size if rows.size else None
+    return sums
 
 
 class _NpyRows:
@@ -459,6 +469,9 @@ def build_from_chunks(
                 # mean chunk vector: q · mean = the query's mean cosine to the corpus, the background the
                 # "calibrated" fusion measures dense scores from
                 "dense_mean": [round(float(x), 6) for x in vec.mean] if vec.mean is not None else None,
+                # per language: a candidate's cosine is measured from the background of its own language
+                # (multilingual encoders put every same-language pair higher; see search/fusion.py)
+                "dense_mean_by_lang": {g: [round(float(x), 6) for x in m] for g, m in vec.lang_means.items()},
                 "tokens": tok,
                 "dense_index": dense_index,
                 "dedup": dedup_info,

@@ -95,14 +95,23 @@ def ceiling_scale(scores: np.ndarray, ceiling: float) -> np.ndarray:
     return np.clip(np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=0.0) / ceiling, 0.0, 1.0)
 
 
-def calibrated_cosine(scores: np.ndarray, background: float | None) -> np.ndarray:
-    """Dense scores as the distance above the query's background cosine (its mean cosine to the whole corpus)
-    towards 1, clipped to [0, 1]; unknown -> 0. Absolute, unlike min-max: a .03 cosine gap between the best
-    candidates stays a small gap instead of becoming the whole 0-1 range. Min-max when no background is known."""
-    if background is None or not np.isfinite(background) or background >= 1.0:
+def calibrated_cosine(scores: np.ndarray, background: float | np.ndarray | None) -> np.ndarray:
+    """Dense scores as the distance above the query's background cosine towards 1, clipped to [0, 1]; unknown -> 0.
+
+    ``background``: the query's mean cosine to the corpus (one number) or, per candidate, to the chunks of the
+    candidate's language. Absolute, unlike min-max: a .03 cosine gap between the best candidates stays a small
+    gap instead of becoming the whole 0-1 range. Per language, because a multilingual encoder puts every pair
+    of one language higher than any cross-language pair: measured from its own language's background, a Korean
+    passage answering an English question is not outranked by English text that merely shares its language.
+    Min-max when no background is known."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if background is None:
         return minmax(scores)
-    vals = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=background)
-    return np.clip((vals - background) / (1.0 - background), 0.0, 1.0)
+    bg = np.broadcast_to(np.asarray(background, dtype=np.float64), scores.shape)
+    if not np.all(np.isfinite(bg)) or np.any(bg >= 1.0):
+        return minmax(scores)
+    vals = np.where(np.isnan(scores), bg, scores)
+    return np.clip((vals - bg) / (1.0 - bg), 0.0, 1.0)
 
 
 def fuse(
@@ -114,7 +123,7 @@ def fuse(
     method: str = "minmax",
     rrf_k: float = 2.0,
     bm25_ceiling: float = 0.0,
-    dense_background: float | None = None,
+    dense_background: float | np.ndarray | None = None,
 ) -> Fused:
     """Combine aligned raw score arrays (NaN = retriever gave no score) into one fused score.
 

@@ -138,6 +138,7 @@ class Searcher:
         self._reranker = reranker
         self._index_langs: tuple[str, ...] | None = None
         self._dense_mean: np.ndarray | None = None
+        self._lang_means: dict[str, np.ndarray] = {}
         self._parallel: bool | None = None  # dense side in a worker (large indexes; decided on first search)
 
     # -- pieces -------------------------------------------------------------------------------------
@@ -363,7 +364,8 @@ class Searcher:
             d_arr = d_arr - np.array([cand.offsets.get(cand.chunks[c].lang, 0.0) for c in cand.ids])
         if mode == "hybrid":
             ceiling = self.query_ceiling(cand.plan, cand.weights) if sc.fusion == "ceiling" else 0.0
-            background = self.dense_background(cand.qvec) if sc.fusion == "calibrated" else None
+            background = (self.dense_background(cand.qvec, [cand.chunks[c].lang for c in cand.ids])
+                          if sc.fusion == "calibrated" else None)
             return fuse(cand.ids, b_arr, d_arr, cand.plan.bm25_weight, cand.plan.dense_weight, sc.fusion, sc.rrf_k,
                         ceiling, background)
         raw = b_arr if mode == "bm25" else d_arr
@@ -457,15 +459,25 @@ class Searcher:
         ceiling = max(self.query_ceiling(plan, weights), sum(best.values()))
         return float(max(bm25.values()) / ceiling) if ceiling > 0 else 0.0
 
-    def dense_background(self, qvec: np.ndarray | None) -> float | None:
-        """The query's mean cosine to every chunk (q · the manifest's mean vector); None when unknown
-        (an index built before the manifest carried it: dense falls back to min-max)."""
+    def dense_background(self, qvec: np.ndarray | None, langs: Sequence[str] | None = None
+                         ) -> float | np.ndarray | None:
+        """The query's mean cosine to every chunk (q · the manifest's mean vector) or, with ``langs``, per
+        candidate to the chunks of its language (``dense_mean_by_lang``; the overall mean for a language the
+        manifest lacks); None when unknown (an index built before the manifest carried it: min-max)."""
         if self._dense_mean is None:  # read once: a searcher serves one snapshot (a reload makes a new one)
-            mean = (self.backend.manifest() or {}).get("dense_mean")
+            manifest = self.backend.manifest() or {}
+            mean = manifest.get("dense_mean")
             self._dense_mean = np.asarray(mean, dtype=np.float64) if mean else np.zeros(0)
+            self._lang_means = {g: np.asarray(m, dtype=np.float64)
+                                for g, m in (manifest.get("dense_mean_by_lang") or {}).items()}
         if qvec is None or self._dense_mean.size != np.asarray(qvec).size:
             return None
-        return float(np.dot(self._dense_mean, np.asarray(qvec, dtype=np.float64).reshape(-1)))
+        q = np.asarray(qvec, dtype=np.float64).reshape(-1)
+        overall = float(np.dot(self._dense_mean, q))
+        if langs is None:
+            return overall
+        per = {g: float(np.dot(m, q)) for g, m in self._lang_means.items() if m.size == q.size}
+        return np.array([per.get(g, overall) for g in langs], dtype=np.float64)
 
     def query_ceiling(self, plan: QueryPlan, weights: dict[str, float]) -> float:
         """The BM25 score of a chunk holding every own token of the query and every stand-in for an absent term."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 
+import numpy as np
 import pytest
 
 import hanrag
@@ -68,17 +69,22 @@ def test_manifest_carries_languages_and_the_dense_background(idx):
     m = idx.backend.manifest()
     assert m["langs"] == {"en": 3, "ko": 3, "zh": 1}
     assert len(m["dense_mean"]) == idx.embedder.dim
+    by_lang = {g: np.asarray(v) for g, v in m["dense_mean_by_lang"].items()}
+    assert set(by_lang) == {"en", "ko", "zh"}
+    # the overall mean is the chunk-weighted mean of the languages' means
+    overall = sum(m["langs"][g] * by_lang[g] for g in by_lang) / sum(m["langs"].values())
+    np.testing.assert_allclose(overall, m["dense_mean"], atol=2e-6)
 
 
-def test_calibrated_dense_is_measured_from_the_query_background(idx):
-    import numpy as np
-
+def test_calibrated_dense_is_measured_from_the_background_of_the_chunks_language(idx):
     res = idx.search_result("훈민정음 창제", top_k=5, explain=True)
     qvec = np.asarray(idx.embedder.encode_queries(["훈민정음 창제"]), dtype=np.float64).reshape(-1)
-    background = float(np.dot(np.asarray(idx.backend.manifest()["dense_mean"]), qvec))
+    means = idx.backend.manifest()["dense_mean_by_lang"]
     assert Config().search.fusion == "calibrated"
+    assert len({h.chunk.lang for h in res.hits}) > 1  # the test compares backgrounds of several languages
     for h in res.hits:
         e = h.explanation
+        background = float(np.dot(np.asarray(means[h.chunk.lang]), qvec))
         assert e.fusion == "calibrated"
         assert e.dense_norm == pytest.approx(min(1.0, max(0.0, (e.dense_raw - background) / (1 - background))),
                                              abs=1e-6)

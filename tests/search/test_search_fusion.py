@@ -159,3 +159,14 @@ def test_calibrated_cosine_keeps_small_gaps_small():
     out = calibrated_cosine(np.array([0.81, 0.78, 0.60, np.nan]), 0.70)
     assert out.round(3).tolist() == [0.367, 0.267, 0.0, 0.0]
     assert calibrated_cosine(np.array([0.81, 0.78]), None).tolist() == [1.0, 0.0]  # no background: min-max
+
+
+def test_calibrated_cosine_takes_a_background_per_candidate():
+    from hanrag.search.fusion import calibrated_cosine
+
+    scores = np.array([0.80, 0.80, np.nan, 0.50])
+    bg = np.array([0.70, 0.50, 0.60, 0.60])  # same cosine, different language backgrounds
+    out = calibrated_cosine(scores, bg)
+    np.testing.assert_allclose(out, [0.1 / 0.3, 0.3 / 0.5, 0.0, 0.0])
+    np.testing.assert_allclose(calibrated_cosine(scores, 0.5), calibrated_cosine(scores, np.full(4, 0.5)))
+    assert calibrated_cosine(scores, np.array([0.5, 1.0, 0.5, 0.5])).max() == 1.0  # unusable: min-max
