@@ -102,8 +102,11 @@ def main() -> None:
     ap.add_argument("--sets", nargs="*", default=None, help="tuning sets (default: every shared set)")
     ap.add_argument("--no-mixed", action="store_true")
     ap.add_argument("--fusions", nargs="*", default=list(FUSIONS), help="fusion methods to fit (default: all)")
+    ap.add_argument("--dense-background", choices=("corpus", "language"), default="corpus",
+                    help="what calibrated fusion measures a cosine from (search.dense_background)")
     args = ap.parse_args()
     cfg = Config()
+    cfg.search.dense_background = args.dense_background
     emb = caching_embedder(cfg)
     names = available(args.sets or [*SHARED_SETS, *TUNE_SETS])
 

@@ -43,7 +43,8 @@ from hanrag.eval import ablation_configs, run_ablations
 METRICS = ("ndcg@10", "mrr@10", "recall@10")
 
 
-DEFAULT_ROWS = ("bm25", "dense", "minmax", "zscore", "rrf k=60", "ceiling", "calibrated", "hanrag default")
+DEFAULT_ROWS = ("bm25", "dense", "minmax", "zscore", "rrf k=60", "ceiling", "calibrated",
+                "calibrated, language background", "hanrag default")
 
 
 def rows(cfg: Config, names: list[str] | None) -> dict[str, tuple[str, Config]]:

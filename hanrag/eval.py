@@ -165,6 +165,7 @@ def ablation_configs(cfg) -> dict:  # noqa: ANN001 - Config
         "rrf k=2": ("hybrid", v(fusion="rrf", rrf_k=2.0)),
         "ceiling": ("hybrid", v(fusion="ceiling")),
         "calibrated": ("hybrid", v(fusion="calibrated")),
+        "calibrated, language background": ("hybrid", v(fusion="calibrated", dense_background="language")),
         "reference preset": ("hybrid", v(preset="reference", cross_lingual=False)),
         "no fill (zero)": ("hybrid", v(fill_missing=False)),
         "no diversity": ("hybrid", v(diversity=False)),

@@ -364,8 +364,8 @@ class Searcher:
             d_arr = d_arr - np.array([cand.offsets.get(cand.chunks[c].lang, 0.0) for c in cand.ids])
         if mode == "hybrid":
             ceiling = self.query_ceiling(cand.plan, cand.weights) if sc.fusion == "ceiling" else 0.0
-            background = (self.dense_background(cand.qvec, [cand.chunks[c].lang for c in cand.ids])
-                          if sc.fusion == "calibrated" else None)
+            langs = [cand.chunks[c].lang for c in cand.ids] if sc.dense_background == "language" else None
+            background = self.dense_background(cand.qvec, langs) if sc.fusion == "calibrated" else None
             return fuse(cand.ids, b_arr, d_arr, cand.plan.bm25_weight, cand.plan.dense_weight, sc.fusion, sc.rrf_k,
                         ceiling, background)
         raw = b_arr if mode == "bm25" else d_arr

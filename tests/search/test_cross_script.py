@@ -76,18 +76,26 @@ def test_manifest_carries_languages_and_the_dense_background(idx):
     np.testing.assert_allclose(overall, m["dense_mean"], atol=2e-6)
 
 
-def test_calibrated_dense_is_measured_from_the_background_of_the_chunks_language(idx):
-    res = idx.search_result("훈민정음 창제", top_k=5, explain=True)
+@pytest.mark.parametrize("background", ["corpus", "language"])
+def test_calibrated_dense_is_measured_from_the_configured_background(idx, background):
+    import copy
+
+    from hanrag.search.searcher import Searcher
+
+    cfg = copy.deepcopy(Config())
+    cfg.search.dense_background = background
+    searcher = Searcher(idx.backend, cfg, idx.embedder, idx.analyzer, idx.lexicon)
+    res = searcher.run("훈민정음 창제", top_k=5, explain=True)
     qvec = np.asarray(idx.embedder.encode_queries(["훈민정음 창제"]), dtype=np.float64).reshape(-1)
-    means = idx.backend.manifest()["dense_mean_by_lang"]
-    assert Config().search.fusion == "calibrated"
+    manifest = idx.backend.manifest()
+    assert Config().search.fusion == "calibrated" and Config().search.dense_background == "corpus"
     assert len({h.chunk.lang for h in res.hits}) > 1  # the test compares backgrounds of several languages
     for h in res.hits:
         e = h.explanation
-        background = float(np.dot(np.asarray(means[h.chunk.lang]), qvec))
+        mean = manifest["dense_mean"] if background == "corpus" else manifest["dense_mean_by_lang"][h.chunk.lang]
+        bg = float(np.dot(np.asarray(mean), qvec))
         assert e.fusion == "calibrated"
-        assert e.dense_norm == pytest.approx(min(1.0, max(0.0, (e.dense_raw - background) / (1 - background))),
-                                             abs=1e-6)
+        assert e.dense_norm == pytest.approx(min(1.0, max(0.0, (e.dense_raw - bg) / (1 - bg))), abs=1e-6)
 
 
 def test_lint_lists_folds_by_file(tmp_path):
