@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from hanrag.embed import identity_key
-from hanrag.fsutil import atomic_save_npy, atomic_write_bytes, default_cache_dir
+from hanrag.fsutil import atomic_save_npy, atomic_write_bytes, default_cache_dir, load_npy
 
 VECTORS = "vectors"
 
@@ -107,7 +107,7 @@ class CachingEmbedder:
             keys = json.loads(meta_path.read_text(encoding="utf-8"))
             # read whole, not memory-mapped: each mapping holds a file descriptor, and a cache of a
             # thousand shards would run out of them
-            arr = np.load(npy, allow_pickle=False)
+            arr = load_npy(npy)
         except FileNotFoundError:
             return  # evicted by another process between the listing and the read: a miss
         except (OSError, ValueError, UnicodeDecodeError) as exc:

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -94,5 +95,29 @@ def atomic_save_npy(path: str | Path, array: np.ndarray, *, mkdir: bool = False)
         np.save(fh, array, allow_pickle=False)
 
 
+# NumPy parses an .npy header with ast.literal_eval, and CPython 3.11's AST constructor is not thread-safe
+# (two threads parsing at once raise "SystemError: AST constructor recursion depth mismatch", seen when a
+# build thread and a reader opened snapshots together): every .npy this package reads goes through here
+_NPY_LOCK = threading.Lock()
+
+
+def load_npy(path: str | Path, mmap_mode: str | None = None) -> np.ndarray:
+    """``np.load`` of an .npy without pickle, its header parsed under a process-wide lock (see above)."""
+    import numpy as np
+
+    with _NPY_LOCK:
+        return np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
+
+
+def read_npy_header(fh: BinaryIO) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """(shape, fortran_order, dtype) of the .npy whose start ``fh`` is at, under the same lock."""
+    import numpy as np
+
+    with _NPY_LOCK:
+        major, _ = np.lib.format.read_magic(fh)
+        read = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+        return read(fh)
+
+
 __all__ = ["atomic_open", "atomic_save_npy", "atomic_write_bytes", "atomic_write_json", "atomic_write_jsonl",
-           "atomic_write_text", "fsync_dir"]
+           "atomic_write_text", "fsync_dir", "load_npy", "read_npy_header"]

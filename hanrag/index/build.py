@@ -27,6 +27,7 @@ from hanrag import __version__
 from hanrag.chunking import chunk_document
 from hanrag.config import Config
 from hanrag.embed import Embedder, identity_key
+from hanrag.fsutil import read_npy_header
 from hanrag.index import store
 from hanrag.index.cache import CACHE_DIR, EmbeddingCache, TokenCache, iter_tokens, text_hash
 from hanrag.index.dedup import folded_pairs_report, mark_duplicates
@@ -332,9 +333,7 @@ class _NpyRows:
     def __init__(self, path: Path) -> None:
         self.path = path
         with open(path, "rb") as fh:
-            major, _ = np.lib.format.read_magic(fh)
-            read = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
-            self.shape, fortran, self.dtype = read(fh)
+            self.shape, fortran, self.dtype = read_npy_header(fh)
             self.offset = fh.tell()
         if fortran or len(self.shape) != 2:
             raise ValueError(f"{path}: expected a C-order matrix")

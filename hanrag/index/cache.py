@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from hanrag.embed import identity_key
-from hanrag.fsutil import atomic_save_npy, atomic_write_bytes
+from hanrag.fsutil import atomic_save_npy, atomic_write_bytes, load_npy
 
 CACHE_DIR = "cache"
 
@@ -86,7 +86,7 @@ class EmbeddingCache:
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             vec_path = self.dir / meta["file"]
-            vectors = np.load(vec_path, mmap_mode="r", allow_pickle=False)
+            vectors = load_npy(vec_path, "r")
         except (FileNotFoundError, KeyError, TypeError, ValueError, OSError):
             return  # no cache or an unusable segment: those texts are embedded again
         keys = meta.get("keys", [])
@@ -171,7 +171,7 @@ class EmbeddingCache:
         if rows != start:  # a block across the boundary (not expected): keep everything as it is
             return
         try:
-            mapped = np.load(path, mmap_mode="r", allow_pickle=False)
+            mapped = load_npy(path, "r")
         except (OSError, ValueError):
             return
         if mapped.shape == (len(self.index) - start, self.dim):

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from hanrag.fsutil import load_npy
 from hanrag.index.dense import ANN_FILE, AnnIndex
 from hanrag.index.store import (
     POINTER,
@@ -210,7 +211,7 @@ class Snapshot:
 def _npy(path: Path, *, ndim: int, kind: str) -> np.ndarray:
     """A memory-mapped array of the snapshot, its shape and dtype kind checked."""
     try:
-        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        arr = load_npy(path, "r")
     except (ValueError, OSError) as exc:
         raise IndexLoadError(f"{path}: unreadable ({exc}); rebuild the index") from None
     if arr.ndim != ndim or arr.dtype.kind not in kind:

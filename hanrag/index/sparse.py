@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from hanrag.config import Bm25Config
-from hanrag.fsutil import atomic_save_npy, atomic_write_json
+from hanrag.fsutil import atomic_save_npy, atomic_write_json, load_npy
 
 METHODS = ("lucene", "robertson", "atire")
 FORMAT_VERSION = 1
@@ -163,7 +163,7 @@ class SparseIndex:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             vocab = json.loads((directory / "bm25_vocab.json").read_text(encoding="utf-8"))
             arrays = {
-                n: np.load(directory / f"bm25_{n}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
+                n: load_npy(directory / f"bm25_{n}.npy", "r" if mmap else None)
                 for n in _ARRAYS
             }
         except FileNotFoundError as exc:

@@ -199,3 +199,30 @@ def test_npy_rows_reads_slices_like_the_array(tmp_path):
     assert rows.shape == (70, 4) and rows.ndim == 2
     for s in (slice(0, 10), slice(65, 200), slice(70, 80), slice(3, 4)):
         np.testing.assert_array_equal(rows[s], x[s])
+
+
+def test_npy_headers_are_read_safely_from_many_threads(tmp_path):
+    """load_npy from many threads at once. The failure it guards against (CPython 3.11's AST constructor, which
+    NumPy's header parser uses, raising SystemError when two threads parse together) was seen once, in
+    test_build.py's concurrent reader under load, and could not be reproduced on demand: this is a smoke test."""
+    import threading
+
+    from hanrag.fsutil import load_npy
+
+    for i in range(4):
+        np.save(tmp_path / f"a{i}.npy", np.full((3, 2), i, np.float32))
+    errors = []
+
+    def reader(i):
+        try:
+            for _ in range(300):
+                assert load_npy(tmp_path / f"a{i % 4}.npy", "r")[0, 0] == i % 4
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:1]
