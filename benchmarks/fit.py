@@ -24,12 +24,13 @@ from __future__ import annotations
 import argparse
 import copy
 import math
+import typing
 
 import numpy as np
 from evalsets import INDEX_ROOT, MIXED_SETS, SHARED_SETS, TUNE_SETS, available, build, caching_embedder, load
 
 from hanrag.api import Index
-from hanrag.config import Config
+from hanrag.config import Config, DenseBackground
 from hanrag.search.presets import HANRAG
 from hanrag.search.searcher import Searcher
 
@@ -102,7 +103,7 @@ def main() -> None:
     ap.add_argument("--sets", nargs="*", default=None, help="tuning sets (default: every shared set)")
     ap.add_argument("--no-mixed", action="store_true")
     ap.add_argument("--fusions", nargs="*", default=list(FUSIONS), help="fusion methods to fit (default: all)")
-    ap.add_argument("--dense-background", choices=("corpus", "language"), default="corpus",
+    ap.add_argument("--dense-background", choices=typing.get_args(DenseBackground), default="corpus",
                     help="what calibrated fusion measures a cosine from (search.dense_background)")
     args = ap.parse_args()
     cfg = Config()

@@ -22,13 +22,16 @@ import numpy as np
 
 from hanrag.backends.base import IndexBackend
 from hanrag.config import Config
+from hanrag.index.dense import ANN_MIN_ROWS
 from hanrag.records import Chunk, Explanation, Filters, Hit, QueryPlan
 from hanrag.search.diversity import apply_diversity
 from hanrag.search.fusion import Fused, candidate_count, fuse
 from hanrag.search.plan import QueryPlanner
 
 LANGS = ("ko", "zh", "en")
-PARALLEL_MIN_ROWS = 100_000  # from here a dense search costs over 10 ms (benchmarks/scale.py)
+# from the size where the embedded backend walks its HNSW graph, a dense search costs over 10 ms
+# (benchmarks/scale.py) and BM25 can run beside it
+PARALLEL_MIN_ROWS = ANN_MIN_ROWS
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -263,6 +266,12 @@ class Searcher:
         """No chunk holds any of the term's own tokens (filters aside: absence is a property of the index)."""
         return all(not self.backend.sparse_search({t: 1.0}, 1) for t in self._term_tokens(term, plan))
 
+    def _large(self) -> bool:
+        """The index is big enough for the dense side to run beside BM25 (asked of the backend once)."""
+        if self._parallel is None:
+            self._parallel = self.backend.count() >= PARALLEL_MIN_ROWS
+        return self._parallel
+
     def _candidate_k(self, top_k: int) -> int:
         """How many candidates each retriever draws: enough for fusion and, when on, the reranker."""
         sc = self.cfg.search
@@ -289,9 +298,7 @@ class Searcher:
         # hybrid on a large index: the dense side runs in a worker while BM25 runs here (the HNSW walk and BLAS
         # release the GIL; at 1M chunks BM25's time hides behind the graph walk's). On a small index both take
         # a few ms and the hand-over to a thread would cost more than it saves (the embedder keeps the GIL)
-        if self._parallel is None:
-            self._parallel = self.backend.count() >= PARALLEL_MIN_ROWS
-        pending = _pool().submit(dense_side) if mode == "hybrid" and weights and self._parallel else None
+        pending = _pool().submit(dense_side) if mode == "hybrid" and weights and self._large() else None
         if mode != "dense" and weights:
             t = time.perf_counter()
             try:
