@@ -13,8 +13,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q --upgrade pip
 	# torch first, from the local CPU build: otherwise pip pulls a multi-GB CUDA build
 	$(PIP) install -q torch==2.13.0
-	# the RAG framework extras too: tests/integrations drives each adapter through its framework
-	$(PIP) install -q -e ".[torch,milvus,test,langchain,llamaindex,haystack,mcp]"
+	# the RAG framework extras too: tests/integrations drives each adapter through its framework.
+	# editable_mode=compat: the checkout on sys.path through a .pth line, as a plain install would start; the
+	# default mode's import hook costs every interpreter ~10 ms (a `hanrag search` a server answers takes ~40)
+	$(PIP) install -q -e ".[torch,milvus,test,langchain,llamaindex,haystack,mcp]" --config-settings editable_mode=compat
 	touch $@
 
 venv: $(VENV)/.installed

@@ -82,8 +82,12 @@ def load_times(config: Path, repeat: int) -> dict[str, float]:
     return out
 
 
+# the `hanrag` command a user runs (the console script next to this interpreter), else `python -m hanrag`
+HANRAG = [str(Path(PY).parent / "hanrag")] if (Path(PY).parent / "hanrag").is_file() else [PY, "-m", "hanrag"]
+
+
 def cli(*args: str) -> list[str]:
-    return [PY, "-m", "hanrag.cli", *args]
+    return [*HANRAG, *args]
 
 
 def cold_search(index: Path, config: Path, query: str, repeat: int) -> tuple[float, list[str]]:

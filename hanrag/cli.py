@@ -15,6 +15,8 @@ options, error handling and output helpers, so one file reads as the table of co
 from __future__ import annotations
 
 import dataclasses
+import functools
+import io
 import json
 import sys
 import traceback
@@ -628,19 +630,78 @@ def search(
             fail(f"--backend must be embedded or milvus, got {backend!r}")
         cfg.backend.kind = backend
     filters = _filters(lang, tier, provenance, source, label)
-    answered = None
-    if not no_server and cfg.backend.kind == "embedded":
-        from hanrag.server.client import search_via_server
-
-        answered = search_via_server(index, cfg, query, top_k, mode, filters, explain)
-    if answered is not None:
-        plan, hits = answered
-    else:
-        plan, hits = _search_here(index, cfg, query, top_k, mode, filters, explain)
+    # a running server was asked first (hanrag.__main__), before this module was imported
+    plan, hits = _search_here(index, cfg, query, top_k, mode, filters, explain)
     if json_out:
         print_json({"plan": plan.to_dict(), "hits": [h.to_dict() for h in hits]})
         return
     _render_hits(plan, hits, explain)
+
+
+@functools.cache
+def search_command():  # noqa: ANN201 - click.Command
+    """The click command behind ``hanrag search`` (built once: typer takes ~30 ms to build it)."""
+    group = typer.main.get_command(app)
+    return group.get_command(typer.Context(group), "search")
+
+
+def relayed_search(argv: list[str], cwd: str, environ: dict[str, str], term: dict, index, index_dir: Path,  # noqa: ANN001
+                   fingerprint: str) -> str | None:
+    """What ``hanrag search ARGV`` run in ``cwd`` under ``environ`` prints, answered by ``index`` (the open index of
+    a server in ``index_dir`` whose search settings have ``fingerprint``); None when that command would not come to
+    this server (another index or other settings, --no-server, milvus) or has an error to report: the client then
+    runs it itself, and says what is wrong. ``term``: the client's terminal (:func:`hanrag.server.client.terminal`).
+    """
+    from rich.console import Console
+
+    from hanrag.server.discovery import search_fingerprint
+
+    if "--help" in argv:
+        return None  # click would print it here, in the server's log
+    try:
+        with search_command().make_context("search", list(argv)) as ctx:
+            p = dict(ctx.params)
+    except (typer.TyperException, typer.Exit, typer.Abort):  # a usage error: the client reports it
+        return None
+    base = Path(cwd)
+    if p["no_server"] or p["backend"] not in (None, "embedded") or (base / p["index"]).resolve() != index_dir:
+        return None
+    config = base / p["config"] if p["config"] is not None else None
+    if config is None and (base / "hanrag.toml").is_file():
+        config = base / "hanrag.toml"
+    try:
+        check_mode(p["mode"])
+        if any(lg not in ("ko", "zh", "en") for lg in p["lang"] or ()):
+            return None
+        cfg = load_config(config, environ=environ)
+        if p["backend"] is not None:
+            cfg.backend.kind = p["backend"]
+        if cfg.backend.kind != "embedded" or search_fingerprint(cfg) != fingerprint:
+            return None
+        filters = _filters(p["lang"], p["tier"], p["provenance"], p["source"], p["label"])
+        res = index.search_result(p["query"], top_k=p["top_k"], mode=p["mode"], filters=filters,
+                                  explain=p["explain"])
+    except (ValueError, ConfigError):
+        return None
+    if p["json_out"]:
+        return json.dumps({"plan": res.plan.to_dict(), "hits": [h.to_dict() for h in res.hits]},
+                          ensure_ascii=False, indent=2) + "\n"
+    buf = _Terminal(bool(term.get("tty")))
+    out = Console(file=buf, width=int(term.get("width") or 80), height=int(term.get("height") or 25),
+                  _environ={k: v for k, v in environ.items() if isinstance(v, str)})
+    _render_hits(res.plan, res.hits, p["explain"], out)
+    return buf.getvalue()
+
+
+class _Terminal(io.StringIO):
+    """A text buffer that is a terminal when the client's stdout is one (rich then styles as it would there)."""
+
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self._tty = tty
+
+    def isatty(self) -> bool:
+        return self._tty
 
 
 def _search_here(index: Path, cfg: Config, query: str, top_k: int, mode: str, filters, explain: bool):  # noqa: ANN001, ANN202
@@ -656,19 +717,20 @@ def _search_here(index: Path, cfg: Config, query: str, top_k: int, mode: str, fi
     return res.plan, res.hits  # the plan as used (hybrid may switch rule once BM25 ran)
 
 
-def _render_hits(plan, hits, explain: bool) -> None:  # noqa: ANN001 - QueryPlan, list[Hit]
+def _render_hits(plan, hits, explain: bool, out: Console | None = None) -> None:  # noqa: ANN001 - QueryPlan, list[Hit]
     from rich.table import Table
 
+    out = out or console
     if explain:
-        console.print(
+        out.print(
             f"[bold]plan[/] lang={plan.lang} hanja={plan.hanja_ratio:.2f} mode={plan.mode} rule={plan.rule} "
             f"weights bm25={plan.bm25_weight:.2f} dense={plan.dense_weight:.2f}", highlight=False)
-        console.print(f"  tokens: {' '.join(plan.tokens) or '—'}", highlight=False)
-        console.print(f"  terms: {', '.join(plan.terms) or '—'}", highlight=False)
+        out.print(f"  tokens: {' '.join(plan.tokens) or '—'}", highlight=False)
+        out.print(f"  terms: {', '.join(plan.terms) or '—'}", highlight=False)
         exps = ", ".join(f"{t} ×{w:.2f}" for t, w in plan.expansions)
-        console.print(f"  expansions: {exps or '—'}", highlight=False)
+        out.print(f"  expansions: {exps or '—'}", highlight=False)
     if not hits:
-        console.print("no hits")
+        out.print("no hits")
         return
     table = Table(show_lines=explain)
     for col in ("#", "score", "lang", "source", "text"):
@@ -699,7 +761,7 @@ def _render_hits(plan, hits, explain: bool) -> None:  # noqa: ANN001 - QueryPlan
                 + (" ".join(f"{t} ({how})" for t, how in e.matched_via) or "—")
             )
         table.add_row(*row)
-    console.print(table)
+    out.print(table)
 
 
 @app.command("eval")
@@ -855,5 +917,7 @@ def sync_confluence_cmd(
         render_findings(report.findings)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    app()
+if __name__ == "__main__":  # pragma: no cover - `python -m hanrag.cli`: as `hanrag` (a server is asked first)
+    from hanrag.__main__ import main
+
+    main()

@@ -505,8 +505,10 @@ def from_dict(data: dict[str, Any], source: str = "<config>", origins: dict[str,
     return cfg
 
 
-def load_config(path: str | Path | None = None, *, env: bool = True) -> Config:
-    """Read ``path`` (or defaults when None), apply env overrides, validate."""
+def load_config(path: str | Path | None = None, *, env: bool = True,
+                environ: typing.Mapping[str, str] | None = None) -> Config:
+    """Read ``path`` (or defaults when None), apply the overrides of ``environ`` (default: this process's
+    environment; none when ``env`` is false), validate."""
     data: dict[str, Any] = {}
     source = "<defaults>"
     base_dir = ""
@@ -524,7 +526,7 @@ def load_config(path: str | Path | None = None, *, env: bool = True) -> Config:
         base_dir = str(p.resolve().parent)
     origins: dict[str, str] = {}
     if env:
-        data, origins = env_overrides(data)
+        data, origins = env_overrides(data, environ)
     cfg = from_dict(data, source, origins)
     cfg.base_dir = base_dir
     return cfg

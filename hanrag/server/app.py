@@ -33,10 +33,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import hanrag
 from hanrag.config import Config
 from hanrag.server.access import API_KEY_HEADER, allowed_hosts, api_key_for
+from hanrag.server.discovery import search_fingerprint
 from hanrag.server.jobs import Jobs, scrub_paths
 from hanrag.server.middleware import BodyLimitMiddleware, LocalOnlyMiddleware
 from hanrag.server.models import (
     ChunkOut,
+    CliSearchIn,
+    CliSearchOut,
     DocumentOut,
     ErrorBody,
     HealthOut,
@@ -163,6 +166,9 @@ def _load(app: FastAPI, ctx: AppContext, index: Any | None, on_ready: Callable[[
     try:
         index = index if index is not None else hanrag.open(ctx.index_dir, config=ctx.cfg)
         took = warm_index(index)
+        from hanrag.cli import search_command
+
+        search_command()  # what a relayed `hanrag search` runs: loaded before ready, like the rest
         app.state.index = index
         if on_ready is not None:  # before `ready`: its work (serve.json) must not slow the first query
             on_ready()
@@ -277,6 +283,21 @@ def _add_search_route(app: FastAPI, ctx: AppContext, auth: list[Any]) -> None:
     search.__annotations__ = {"body": body_model, "return": dict[str, Any]}
     app.post("/search", response_model=SearchOut, dependencies=auth, tags=["search"],
              responses=_errors(400, 401, 413, 415, 421, 422))(search)
+
+    fingerprint = search_fingerprint(cfg)
+
+    @app.post("/cli/search", response_model=CliSearchOut, dependencies=auth, include_in_schema=False)
+    def cli_search(body: CliSearchIn) -> dict[str, Any]:
+        """``hanrag search`` relayed by the CLI: the text it prints; 409 when the CLI must run it itself (another
+        index or other settings than this server's, or an error it reports in its own words)."""
+        from hanrag.cli import relayed_search
+
+        index = _index(app)
+        out = relayed_search(body.argv, body.cwd, body.env, body.terminal.model_dump(), index, ctx.index_dir,
+                             fingerprint)
+        if out is None:
+            raise HTTPException(status_code=409, detail="run this search in the CLI's own process")
+        return {"stdout": out}
 
 
 def _add_index_routes(app: FastAPI, ctx: AppContext, auth: list[Any]) -> None:

@@ -1,85 +1,179 @@
-"""The CLI's side of a running server: send ``hanrag search`` to it, get back what in-process search gives.
+"""The CLI's side of a running server: ``hanrag search`` handed to it before anything heavy is imported.
 
-Used only when :func:`hanrag.server.discovery.read_serve_file` names a live loopback server of the same
-index with the same search settings and a key this client holds (or none needed). Any problem (refused
-connection, timeout, a non-200 answer) returns None and the caller searches in-process, which gives the
-same result, or the same error, itself. Standard library only, like discovery: this runs before any model.
+``python -m hanrag`` / the ``hanrag`` command calls :func:`relay_search` first. When the index folder named
+on the command line holds a ``serve.json`` of a live loopback server (:mod:`hanrag.server.discovery`) and
+this client holds the key it needs (or none is needed), the command line goes to ``POST /cli/search``
+with the working folder, the ``HANRAG_<SECTION>__…`` variables that shape a search and what the terminal
+is like. The server parses it with the CLI's own ``search`` command, loads the config as this process would
+(same folder, same variables), answers only when that config gives the server's search settings, and sends
+back the text the command prints (:func:`hanrag.cli.relayed_search`). Anything else (no server, a refused
+connection, a timeout, settings that differ, an error to report) returns None and the full CLI runs here,
+which gives the same output, or the same error, itself.
+
+Standard library only, and little of it: this is the whole cost of a search a server answers (typer, rich,
+the config module and numpy are not imported).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
-from hanrag.config import Config
-from hanrag.records import Chunk, Explanation, Filters, Hit, QueryPlan
-from hanrag.server.access import API_KEY_HEADER, api_key_for
-from hanrag.server.discovery import ServeInfo, key_sha256, read_serve_file, search_fingerprint
+from hanrag.server.access import API_KEY_HEADER
+from hanrag.server.discovery import SEARCH_SECTIONS, SERVE_FILE
 
 CONNECT_TIMEOUT_S = 0.5  # a local server accepts at once; anything slower is not worth waiting for
 READ_TIMEOUT_S = 120.0  # a search of a large index on a busy machine
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+# `hanrag search` options that take a value (tests/test_cold_start.py checks this against the command)
+VALUE_OPTIONS = frozenset({"--top-k", "-k", "--mode", "--lang", "--tier", "--provenance", "--source", "--label",
+                           "--config", "-c", "--backend"})
+# what rich reads from the environment to decide colours and terminal behaviour
+TERMINAL_VARS = ("TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
 
 
-def find_server(index_dir: Path, cfg: Config) -> ServeInfo | None:
-    """The running server this client may use for ``index_dir`` under ``cfg``, or None."""
-    info = read_serve_file(index_dir)
-    if info is None or info.config != search_fingerprint(cfg):
+def relay_search(argv: list[str]) -> str | None:
+    """What ``hanrag ARGV`` prints, answered by a running server of the index it names; None when there is none
+    this client may use (the caller then runs the command itself)."""
+    if len(argv) < 2 or argv[0] != "search" or {"--no-server", "--help"} & set(argv):
         return None
-    if info.key_sha256 and key_sha256(api_key_for(cfg)) != info.key_sha256:
-        return None  # the server needs a key this client does not have
-    return info
-
-
-def _tuples(value: Any) -> Any:
-    """JSON lists back to the tuples the records hold (so they compare and serialise like the originals)."""
-    if isinstance(value, list):
-        return tuple(_tuples(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _tuples(v) for k, v in value.items()}
-    return value
-
-
-def _hit(data: dict[str, Any]) -> Hit:
-    ex = data.get("explanation")
-    return Hit(
-        chunk=Chunk.from_dict(_tuples(data["chunk"])),
-        score=data["score"],
-        rank=data["rank"],
-        also_in=tuple(data.get("also_in") or ()),
-        explanation=Explanation.from_dict(_tuples(ex)) if ex is not None else None,
-    )
-
-
-def _filters_body(filters: Filters | None) -> dict[str, Any] | None:
-    if filters is None or filters.is_empty():
+    index, config = _index_and_config(argv[1:])
+    if index is None:
         return None
-    return {"lang": list(filters.lang), "tier": list(filters.tier), "provenance": list(filters.provenance),
-            "source": filters.source_glob, "labels": list(filters.labels)}
+    info = _serve_info(Path(index))
+    if info is None:
+        return None
+    key = ""
+    if info["key_sha256"]:
+        key = _api_key(config)
+        if not key or hashlib.sha256(key.encode()).hexdigest() != info["key_sha256"]:
+            return None  # the server needs a key this client does not have
+    body = {"argv": argv[1:], "cwd": os.getcwd(), "env": search_env(os.environ), "terminal": terminal()}
+    data = post_json(info["host"], info["port"], "/cli/search", body, key)
+    out = data.get("stdout") if data is not None else None
+    return out if isinstance(out, str) else None
 
 
-def post_search(info: ServeInfo, key: str, body: dict[str, Any]) -> dict[str, Any] | None:
-    """POST /search to the server; the JSON answer, or None on any failure.
+def _index_and_config(args: list[str]) -> tuple[str | None, str | None]:
+    """The INDEX argument and the --config value of ``search`` arguments (None when absent)."""
+    positional: list[str] = []
+    config = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            positional += args[i + 1 :]
+            break
+        name, eq, value = arg.partition("=")
+        if arg.startswith("-") and len(arg) > 1:
+            if name in VALUE_OPTIONS and not eq:
+                value = args[i + 1] if i + 1 < len(args) else ""
+                i += 1
+            if name in ("--config", "-c"):
+                config = value
+        else:
+            positional.append(arg)
+        i += 1
+    if config is None and Path("hanrag.toml").is_file():
+        config = "hanrag.toml"  # the CLI's default
+    return (positional[0] if positional else None), config
+
+
+def _serve_info(index: Path) -> dict[str, Any] | None:
+    """``serve.json`` of ``index`` when it names a live loopback server (the checks of ``read_serve_file``)."""
+    try:
+        data = json.loads((index / SERVE_FILE).read_text(encoding="utf-8"))
+        host, port, pid = str(data["host"]).strip("[]"), int(data["port"]), int(data["pid"])
+        key = str(data.get("key_sha256") or "")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if host not in ("127.0.0.1", "::1") or not 0 < port < 65536 or pid <= 0:
+        return None  # loopback only, whatever the file says
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # alive, someone else's
+    except OSError:
+        return None
+    return {"host": host, "port": port, "key_sha256": key}
+
+
+def _api_key(config: str | None) -> str:
+    """The key the full CLI would send (``api_key_for``: [server] api_key, its variable, else HANRAG_API_KEY)."""
+    key = os.environ.get("HANRAG_SERVER__API_KEY")
+    if key is None and config is not None:
+        import tomllib
+
+        try:
+            data = tomllib.loads(Path(config).read_text(encoding="utf-8-sig"))
+            key = data.get("server", {}).get("api_key")
+        except (OSError, ValueError, AttributeError):
+            return ""  # the full CLI will report the config's problem
+    if not isinstance(key, str) or not key.strip():
+        key = os.environ.get("HANRAG_API_KEY", "")
+    return key.strip()
+
+
+def search_env(environ: Any) -> dict[str, str]:
+    """The variables that may change a search (config overrides of the search sections) and those that decide
+    how the terminal output looks; never a secret (keys, tokens)."""
+    out = {k: environ[k] for k in TERMINAL_VARS if k in environ}
+    for name, value in environ.items():
+        upper = name.upper()
+        if not upper.startswith("HANRAG_") or "__" not in upper or upper.endswith("TOKEN"):
+            continue
+        if upper[len("HANRAG_") :].split("__", 1)[0].lower() in (*SEARCH_SECTIONS, "milvus"):
+            out[name] = value
+    return out
+
+
+def terminal() -> dict[str, Any]:
+    """Whether stdout is a terminal and its size as rich measures it (any standard stream's terminal,
+    COLUMNS/LINES over it, 80x25 when none)."""
+    try:
+        tty = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    width = height = 0
+    for fd in (0, 1, 2):
+        try:
+            width, height = os.get_terminal_size(fd)
+            break
+        except (AttributeError, ValueError, OSError):
+            continue
+    columns, lines = os.environ.get("COLUMNS", ""), os.environ.get("LINES", "")
+    width = int(columns) if columns.isdigit() else width
+    height = int(lines) if lines.isdigit() else height
+    if tty and os.environ.get("TERM", "").lower() in ("dumb", "unknown"):
+        width, height = 80, 25
+    return {"tty": tty, "width": width or 80, "height": height or 25}
+
+
+def post_json(host: str, port: int, path: str, body: dict[str, Any], key: str = "") -> dict[str, Any] | None:
+    """POST ``body`` as JSON to a loopback server; the JSON answer of a 200, or None on any failure.
 
     HTTP/1.1 over a plain socket, one request per connection: ``http.client`` would import ``ssl`` and
-    ``email`` (a tenth of a second or more) to talk to a loopback server that sends one JSON body with a
-    Content-Length."""
+    ``email`` to talk to a loopback server that sends one JSON body with a Content-Length."""
     payload = json.dumps(body).encode()
-    host = info.host.strip("[]")
     head = [
-        "POST /search HTTP/1.1",
-        f"Host: {'[' + host + ']' if ':' in host else host}:{info.port}",
+        f"POST {path} HTTP/1.1",
+        f"Host: {'[' + host + ']' if ':' in host else host}:{port}",
         "Content-Type: application/json",
         "Accept: application/json",
         f"Content-Length: {len(payload)}",
         "Connection: close",
     ]
-    if key and info.key_sha256:
+    if key:
         head.append(f"{API_KEY_HEADER}: {key}")
     try:
-        with socket.create_connection((host, info.port), timeout=CONNECT_TIMEOUT_S) as sock:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S) as sock:
             sock.settimeout(READ_TIMEOUT_S)
             sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
             raw = _read_all(sock)
@@ -118,21 +212,3 @@ def _json_body(raw: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
-
-
-def search_via_server(
-    index_dir: Path, cfg: Config, query: str, top_k: int, mode: str, filters: Filters | None, explain: bool
-) -> tuple[QueryPlan, list[Hit]] | None:
-    """(plan, hits) from a running server of ``index_dir``, or None when there is none this client may use."""
-    info = find_server(index_dir, cfg)
-    if info is None:
-        return None
-    body = {"query": query, "top_k": top_k, "mode": mode, "filters": _filters_body(filters), "explain": explain,
-            "plan": True}
-    data = post_search(info, api_key_for(cfg), body)
-    if data is None or data.get("plan") is None:
-        return None
-    try:
-        return QueryPlan.from_dict(_tuples(data["plan"])), [_hit(h) for h in data["hits"]]
-    except (KeyError, TypeError, ValueError):
-        return None

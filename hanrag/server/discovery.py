@@ -15,15 +15,16 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hanrag.config import Config
+if TYPE_CHECKING:  # the relay client reads SERVE_FILE without importing the config module
+    from hanrag.config import Config
 
 SERVE_FILE = "serve.json"
 # the sections that decide a search's result (server, confluence: not; milvus: where a remote index lives)
-_SEARCH_SECTIONS = ("corpus", "chunking", "text", "lexicon", "bm25", "embedder", "index", "search", "backend")
+SEARCH_SECTIONS = ("corpus", "chunking", "text", "lexicon", "bm25", "embedder", "index", "search", "backend")
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def search_fingerprint(cfg: Config) -> str:
     from (a lexicon named relatively may be another file); secrets are left out."""
     data = cfg.to_dict()
     milvus = {k: v for k, v in data["milvus"].items() if k != "token"}
-    blob = json.dumps({"sections": {s: data[s] for s in _SEARCH_SECTIONS}, "milvus": milvus,
+    blob = json.dumps({"sections": {s: data[s] for s in SEARCH_SECTIONS}, "milvus": milvus,
                        "base_dir": cfg.base_dir}, sort_keys=True, ensure_ascii=False).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -78,6 +79,8 @@ def write_serve_file(index_dir: Path, info: ServeInfo) -> Path:
     Not :func:`hanrag.fsutil.atomic_write_json`: that one fsyncs file and folder for durability, which a
     file that only lives as long as the server process does not need."""
     target = Path(index_dir) / SERVE_FILE
+    import tempfile  # here: the relay client reads SERVE_FILE on every search
+
     fd, tmp = tempfile.mkstemp(prefix=f".{SERVE_FILE}.", suffix=".tmp", dir=index_dir)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

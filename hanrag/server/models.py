@@ -102,6 +102,26 @@ class SearchOut(BaseModel):
     hits: list[HitOut]
 
 
+class TerminalIn(BaseModel):
+    tty: StrictBool = False
+    width: int = Field(default=80, ge=1, le=10_000)
+    height: int = Field(default=25, ge=1, le=10_000)
+
+
+class CliSearchIn(BaseModel):
+    """``hanrag search`` relayed by the CLI (:mod:`hanrag.server.client`); not part of the documented API."""
+
+    model_config = ConfigDict(extra="forbid")
+    argv: list[str] = Field(max_length=256, description="the arguments after `search`")
+    cwd: str = Field(max_length=4096, description="the folder the command runs in (relative paths)")
+    env: dict[str, str] = Field(default_factory=dict, description="config overrides and terminal variables")
+    terminal: TerminalIn = Field(default_factory=TerminalIn)
+
+
+class CliSearchOut(BaseModel):
+    stdout: str = Field(description="what the command prints")
+
+
 class DocumentOut(BaseModel):
     doc_id: str
     chunks: list[ChunkOut] = Field(description="the document's chunks in text order")
