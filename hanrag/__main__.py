@@ -7,12 +7,9 @@ import sys
 
 
 def main() -> None:
-    from hanrag.server.client import relay_search
+    from hanrag.server.client import relayed
 
-    out = relay_search(sys.argv[1:])
-    if out is not None:
-        sys.stdout.write(out)
-        sys.stdout.flush()
+    if relayed(sys.argv[1:]):
         return
     from hanrag.cli import app
 

