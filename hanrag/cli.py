@@ -654,8 +654,6 @@ def relayed_search(argv: list[str], cwd: str, environ: dict[str, str], term: dic
     """
     from rich.console import Console
 
-    from hanrag.server.discovery import search_fingerprint
-
     if "--help" in argv:
         return None  # click would print it here, in the server's log
     try:
@@ -673,15 +671,17 @@ def relayed_search(argv: list[str], cwd: str, environ: dict[str, str], term: dic
         check_mode(p["mode"])
         if any(lg not in ("ko", "zh", "en") for lg in p["lang"] or ()):
             return None
-        cfg = load_config(config, environ=environ)
-        if p["backend"] is not None:
-            cfg.backend.kind = p["backend"]
-        if cfg.backend.kind != "embedded" or search_fingerprint(cfg) != fingerprint:
+        stamp = None
+        if config is not None:
+            st = config.stat()
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        env = tuple(sorted((k, v) for k, v in environ.items() if k.upper().startswith("HANRAG_")))
+        if _fingerprint(str(config) if config else None, stamp, env, p["backend"]) != fingerprint:
             return None
         filters = _filters(p["lang"], p["tier"], p["provenance"], p["source"], p["label"])
         res = index.search_result(p["query"], top_k=p["top_k"], mode=p["mode"], filters=filters,
                                   explain=p["explain"])
-    except (ValueError, ConfigError):
+    except (ValueError, OSError):  # ConfigError is a ValueError
         return None
     if p["json_out"]:
         return json.dumps({"plan": res.plan.to_dict(), "hits": [h.to_dict() for h in res.hits]},
@@ -691,6 +691,21 @@ def relayed_search(argv: list[str], cwd: str, environ: dict[str, str], term: dic
                   _environ={k: v for k, v in environ.items() if isinstance(v, str)})
     _render_hits(res.plan, res.hits, p["explain"], out)
     return buf.getvalue()
+
+
+@functools.lru_cache(maxsize=64)
+def _fingerprint(config: str | None, stamp: tuple | None, env: tuple, backend: str | None) -> str | None:
+    """The search fingerprint of the config a client would load (None: not an embedded index's, or invalid), once
+    per config file version and variables: loading and validating it costs more than the search it guards."""
+    from hanrag.server.discovery import search_fingerprint
+
+    try:
+        cfg = load_config(config, environ=dict(env))
+    except ConfigError:
+        return None
+    if backend is not None:
+        cfg.backend.kind = backend
+    return search_fingerprint(cfg) if cfg.backend.kind == "embedded" else None
 
 
 class _Terminal(io.StringIO):

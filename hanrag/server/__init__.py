@@ -32,7 +32,10 @@ The names below are imported on first use: the CLI's client reaches :mod:`.disco
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~8 ms of every relayed `hanrag search`)
+if TYPE_CHECKING:
+    from typing import Any
 
 _EXPORTS = {
     "create_app": "app",

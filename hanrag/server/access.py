@@ -1,7 +1,7 @@
 """Who may reach the server: the API key, the Host allow-list of a key-less server, the bind check.
 
-No web framework here: the CLI's client (:mod:`hanrag.server.client`) reads the key rules too,
-and a cold ``hanrag search`` must not import FastAPI.
+No web framework here. The header's name is the relay client's (:mod:`hanrag.server.client`), which sends it
+on every relayed ``hanrag search`` and imports nothing of the server.
 """
 
 from __future__ import annotations
@@ -10,10 +10,13 @@ import ipaddress
 import os
 from typing import TYPE_CHECKING
 
+from hanrag.server.client import API_KEY_HEADER
+
 if TYPE_CHECKING:
     from hanrag.config import Config
 
-API_KEY_HEADER = "X-API-Key"
+__all__ = ["API_KEY_HEADER", "LOOPBACK_HOSTS", "ServerError", "allowed_hosts", "api_key_for", "check_bind",
+           "host_of", "is_loopback"]
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
 

@@ -16,16 +16,20 @@ the config module and numpy are not imported).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
 import sys
-from pathlib import Path
-from typing import Any
 
-from hanrag.server.access import API_KEY_HEADER
-from hanrag.server.discovery import SEARCH_SECTIONS, SERVE_FILE
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (every import here is paid per search)
+if TYPE_CHECKING:
+    from typing import Any
+
+API_KEY_HEADER = "X-API-Key"
+SERVE_FILE = "serve.json"  # in the index folder, written by `hanrag serve` (hanrag.server.discovery)
+# the config sections that decide a search's result (server, confluence: not; milvus: where a remote index lives):
+# what the server's search fingerprint covers and which HANRAG_<SECTION>__ variables a relayed search sends
+SEARCH_SECTIONS = ("corpus", "chunking", "text", "lexicon", "bm25", "embedder", "index", "search", "backend")
 
 CONNECT_TIMEOUT_S = 0.5  # a local server accepts at once; anything slower is not worth waiting for
 READ_TIMEOUT_S = 120.0  # a search of a large index on a busy machine
@@ -55,12 +59,14 @@ def relay_search(argv: list[str]) -> str | None:
     index, config = _index_and_config(argv[1:])
     if index is None:
         return None
-    info = _serve_info(Path(index))
+    info = _serve_info(index)
     if info is None:
         return None
     key = ""
     if info["key_sha256"]:
         key = _api_key(config)
+        import hashlib  # only for a server with a key (OpenSSL's hashlib is a few ms to import)
+
         if not key or hashlib.sha256(key.encode()).hexdigest() != info["key_sha256"]:
             return None  # the server needs a key this client does not have
     body = {"argv": argv[1:], "cwd": os.getcwd(), "env": search_env(os.environ), "terminal": terminal()}
@@ -89,15 +95,16 @@ def _index_and_config(args: list[str]) -> tuple[str | None, str | None]:
         else:
             positional.append(arg)
         i += 1
-    if config is None and Path("hanrag.toml").is_file():
+    if config is None and os.path.isfile("hanrag.toml"):
         config = "hanrag.toml"  # the CLI's default
     return (positional[0] if positional else None), config
 
 
-def _serve_info(index: Path) -> dict[str, Any] | None:
+def _serve_info(index: str) -> dict[str, Any] | None:
     """``serve.json`` of ``index`` when it names a live loopback server (the checks of ``read_serve_file``)."""
     try:
-        data = json.loads((index / SERVE_FILE).read_text(encoding="utf-8"))
+        with open(os.path.join(index, SERVE_FILE), encoding="utf-8") as fh:
+            data = json.load(fh)
         host, port, pid = str(data["host"]).strip("[]"), int(data["port"]), int(data["pid"])
         key = str(data.get("key_sha256") or "")
     except (OSError, ValueError, KeyError, TypeError):
@@ -122,7 +129,8 @@ def _api_key(config: str | None) -> str:
         import tomllib
 
         try:
-            data = tomllib.loads(Path(config).read_text(encoding="utf-8-sig"))
+            with open(config, encoding="utf-8-sig") as fh:
+                data = tomllib.loads(fh.read())
             key = data.get("server", {}).get("api_key")
         except (OSError, ValueError, AttributeError):
             return ""  # the full CLI will report the config's problem

@@ -19,12 +19,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the relay client reads SERVE_FILE without importing the config module
-    from hanrag.config import Config
+# the file name and the sections of the search fingerprint live with the relay client, which reads them on every
+# `hanrag search` and must not import this module (dataclasses alone cost it ~6 ms)
+from hanrag.server.client import SEARCH_SECTIONS, SERVE_FILE
 
-SERVE_FILE = "serve.json"
-# the sections that decide a search's result (server, confluence: not; milvus: where a remote index lives)
-SEARCH_SECTIONS = ("corpus", "chunking", "text", "lexicon", "bm25", "embedder", "index", "search", "backend")
+if TYPE_CHECKING:
+    from hanrag.config import Config
 
 
 @dataclass(frozen=True)
