@@ -409,10 +409,17 @@ def build_from_chunks(
         if c.chunk_id in seen:
             raise store.IndexBuildError(f"duplicate chunk id {c.chunk_id!r} (document {c.doc_id})")
         seen.add(c.chunk_id)
+    loading = None
     if embedder is None:
+        from concurrent.futures import ThreadPoolExecutor
+
         from hanrag.embed_cache import build_embedder  # the machine-wide vector cache (unless embedder.cache = false)
 
-        embedder = build_embedder(cfg.embedder)
+        # the model loads beside tokenising (both mostly native code) instead of after it: a rebuild after a small
+        # edit is mostly these two loads
+        pool = ThreadPoolExecutor(1, thread_name_prefix="hanrag-embedder")
+        loading = pool.submit(build_embedder, cfg.embedder)
+        pool.shutdown(wait=False)
     timings: dict[str, float] = {"prepare": round(_t_prepare, 3)}
     with store.build_lock(index_dir):
         store.clean_leftovers(index_dir)
@@ -430,6 +437,8 @@ def build_from_chunks(
                 postings, analyzer_identity = _tokenize(chunks, cfg, cache_root, analyzer)
                 timings["tokenize"] = time.perf_counter() - t
                 dtype = np.float16 if cfg.embedder.dtype == "float16" else np.float32
+                if loading is not None:
+                    embedder = loading.result()
                 vec = _embed(chunks, embedder, cache_root, max(EMBED_CALL, cfg.embedder.batch_size), task,
                              writer.path / "embeddings.npy", dtype)
                 timings["embedding"] = vec.seconds
