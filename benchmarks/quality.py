@@ -44,7 +44,7 @@ METRICS = ("ndcg@10", "mrr@10", "recall@10")
 
 
 DEFAULT_ROWS = ("bm25", "dense", "minmax", "zscore", "rrf k=60", "ceiling", "calibrated",
-                "calibrated, language background", "hanrag default")
+                "calibrated, language background", "calibrated, corpus background", "hanrag default")
 
 
 def rows(cfg: Config, names: list[str] | None) -> dict[str, tuple[str, Config]]:

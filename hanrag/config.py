@@ -179,10 +179,10 @@ class SearchConfig:
     # | "minmax" | "zscore" | "rrf" | "ceiling" (BM25 over the query ceiling, dense min-max). The preset weights
     # are fitted for "calibrated": another fusion wants its own rules (search.preset = "custom")
     fusion: Fusion = "calibrated"
-    # the background "calibrated" measures a cosine from: the query's mean cosine to the whole corpus ("corpus",
-    # chosen by benchmarks/fit.py's protocol) or to the chunks of the candidate's own language ("language": a
-    # multilingual encoder rates every same-language pair higher, and this takes that lead away; see README)
-    dense_background: DenseBackground = "corpus"
+    # the background "calibrated" measures a cosine from: the query's mean cosine to the chunks of the candidate's
+    # own language ("language", chosen by benchmarks/fit.py's protocol: a multilingual encoder rates every
+    # same-language pair higher, and this takes that lead away; see README) or to the whole corpus ("corpus")
+    dense_background: DenseBackground = "language"
     rrf_k: float = 2.0
     candidates: int = 0  # 0 = max(20, 4 * top_k)
     fill_missing: bool = True

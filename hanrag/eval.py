@@ -166,6 +166,7 @@ def ablation_configs(cfg) -> dict:  # noqa: ANN001 - Config
         "ceiling": ("hybrid", v(fusion="ceiling")),
         "calibrated": ("hybrid", v(fusion="calibrated")),
         "calibrated, language background": ("hybrid", v(fusion="calibrated", dense_background="language")),
+        "calibrated, corpus background": ("hybrid", v(fusion="calibrated", dense_background="corpus")),
         "reference preset": ("hybrid", v(preset="reference", cross_lingual=False)),
         "no fill (zero)": ("hybrid", v(fill_missing=False)),
         "no diversity": ("hybrid", v(diversity=False)),

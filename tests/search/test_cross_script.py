@@ -88,7 +88,7 @@ def test_calibrated_dense_is_measured_from_the_configured_background(idx, backgr
     res = searcher.run("훈민정음 창제", top_k=5, explain=True)
     qvec = np.asarray(idx.embedder.encode_queries(["훈민정음 창제"]), dtype=np.float64).reshape(-1)
     manifest = idx.backend.manifest()
-    assert Config().search.fusion == "calibrated" and Config().search.dense_background == "corpus"
+    assert Config().search.fusion == "calibrated" and Config().search.dense_background == "language"
     assert len({h.chunk.lang for h in res.hits}) > 1  # the test compares backgrounds of several languages
     for h in res.hits:
         e = h.explanation
