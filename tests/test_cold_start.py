@@ -347,3 +347,19 @@ def _strip_ansi(text: str) -> str:
     import re
 
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+@pytest.mark.parametrize("host, usable", [("127.0.0.1", True), ("127.0.0.5", True), ("::1", True), ("[::1]", True),
+                                          ("localhost", False), ("192.0.2.1", False), ("", False)])
+def test_one_reader_of_serve_json_for_the_relay_and_the_server(host, usable, tmp_path) -> None:
+    from hanrag.server.client import read_serve
+
+    data = {"host": host, "port": 8123, "pid": os.getpid(), "key_sha256": "", "config": "x", "version": "0"}
+    (tmp_path / SERVE_FILE).write_text(json.dumps(data))
+    assert (read_serve(tmp_path) is not None) is usable
+    info = read_serve_file(tmp_path)
+    assert (info is not None) is usable
+    if usable:
+        assert info.host == host and info.port == 8123 and info.pid == os.getpid()
+    (tmp_path / SERVE_FILE).write_text('{"host": "127.0.0.1", "port": "x"')  # cut short
+    assert read_serve(tmp_path) is None and read_serve_file(tmp_path) is None

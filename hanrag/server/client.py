@@ -59,7 +59,7 @@ def relay_search(argv: list[str]) -> str | None:
     index, config = _index_and_config(argv[1:])
     if index is None:
         return None
-    info = _serve_info(index)
+    info = read_serve(index)
     if info is None:
         return None
     key = ""
@@ -70,7 +70,7 @@ def relay_search(argv: list[str]) -> str | None:
         if not key or hashlib.sha256(key.encode()).hexdigest() != info["key_sha256"]:
             return None  # the server needs a key this client does not have
     body = {"argv": argv[1:], "cwd": os.getcwd(), "env": search_env(os.environ), "terminal": terminal()}
-    data = post_json(info["host"], info["port"], "/cli/search", body, key)
+    data = post_json(info["host"].strip("[]"), info["port"], "/cli/search", body, key)
     out = data.get("stdout") if data is not None else None
     return out if isinstance(out, str) else None
 
@@ -100,26 +100,46 @@ def _index_and_config(args: list[str]) -> tuple[str | None, str | None]:
     return (positional[0] if positional else None), config
 
 
-def _serve_info(index: str) -> dict[str, Any] | None:
-    """``serve.json`` of ``index`` when it names a live loopback server (the checks of ``read_serve_file``)."""
+def read_serve(index: str | os.PathLike, check_pid: bool = True) -> dict[str, Any] | None:
+    """The fields of ``index``'s ``serve.json`` (host, port, pid, key_sha256, config, version) when it names a
+    loopback server whose pid is alive; None for no file, an unreadable or malformed one, another address or a dead
+    pid. The one reader of the file (:func:`hanrag.server.discovery.read_serve_file` wraps it in a ``ServeInfo``)."""
     try:
         with open(os.path.join(index, SERVE_FILE), encoding="utf-8") as fh:
             data = json.load(fh)
-        host, port, pid = str(data["host"]).strip("[]"), int(data["port"]), int(data["pid"])
-        key = str(data.get("key_sha256") or "")
-    except (OSError, ValueError, KeyError, TypeError):
+        info = {"host": str(data["host"]), "port": int(data["port"]), "pid": int(data["pid"]),
+                "key_sha256": str(data.get("key_sha256") or ""), "config": str(data["config"]),
+                "version": str(data["version"])}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    if host not in ("127.0.0.1", "::1") or not 0 < port < 65536 or pid <= 0:
+    if not _loopback_address(info["host"].strip("[]")) or not 0 < info["port"] < 65536:
         return None  # loopback only, whatever the file says
+    if check_pid and not pid_alive(info["pid"]):
+        return None
+    return info
+
+
+def _loopback_address(host: str) -> bool:
+    import ipaddress  # ~1 ms; a name such as "localhost" is not an address (the server writes addresses)
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return None
+        return False
     except PermissionError:
-        pass  # alive, someone else's
+        return True  # exists, owned by someone else
     except OSError:
-        return None
-    return {"host": host, "port": port, "key_sha256": key}
+        return False
+    return True
 
 
 def _api_key(config: str | None) -> str:

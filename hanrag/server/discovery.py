@@ -6,7 +6,8 @@ and a fingerprint of the search settings, so a client uses the server only when 
 results as searching in-process. A file whose pid is gone is stale and ignored; a refused connection is
 the client's business (it falls back to in-process search).
 
-Standard library only: the cold CLI path imports this before deciding whether to load anything else.
+The file is read by :func:`hanrag.server.client.read_serve` (the relay client, which a cold ``hanrag search``
+imports on its own); :func:`read_serve_file` gives its fields as a ``ServeInfo``.
 """
 
 from __future__ import annotations
@@ -15,13 +16,17 @@ import contextlib
 import hashlib
 import json
 import os
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 # the file name and the sections of the search fingerprint live with the relay client, which reads them on every
 # `hanrag search` and must not import this module (dataclasses alone cost it ~6 ms)
-from hanrag.server.client import SEARCH_SECTIONS, SERVE_FILE
+from hanrag.server.client import SEARCH_SECTIONS, SERVE_FILE, pid_alive, read_serve
+
+__all__ = ["SEARCH_SECTIONS", "SERVE_FILE", "ServeInfo", "connect_host", "key_sha256", "pid_alive", "read_serve_file",
+           "remove_serve_file", "search_fingerprint", "write_serve_file"]
 
 if TYPE_CHECKING:
     from hanrag.config import Config
@@ -79,8 +84,6 @@ def write_serve_file(index_dir: Path, info: ServeInfo) -> Path:
     Not :func:`hanrag.fsutil.atomic_write_json`: that one fsyncs file and folder for durability, which a
     file that only lives as long as the server process does not need."""
     target = Path(index_dir) / SERVE_FILE
-    import tempfile  # here: the relay client reads SERVE_FILE on every search
-
     fd, tmp = tempfile.mkstemp(prefix=f".{SERVE_FILE}.", suffix=".tmp", dir=index_dir)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -101,32 +104,7 @@ def remove_serve_file(index_dir: Path, pid: int) -> None:
             (Path(index_dir) / SERVE_FILE).unlink()
 
 
-def pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    except OSError:
-        return False
-    return True
-
-
 def read_serve_file(index_dir: Path, check_pid: bool = True) -> ServeInfo | None:
     """The running server of ``index_dir``, or None: no file, an unreadable or malformed one, a dead pid."""
-    try:
-        data = json.loads((Path(index_dir) / SERVE_FILE).read_text(encoding="utf-8"))
-        info = ServeInfo(
-            host=str(data["host"]), port=int(data["port"]), pid=int(data["pid"]),
-            key_sha256=str(data.get("key_sha256") or ""), config=str(data["config"]), version=str(data["version"]),
-        )
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if connect_host(info.host) != info.host.strip("[]") or not 0 < info.port < 65536:
-        return None  # loopback only, whatever the file says
-    if check_pid and not pid_alive(info.pid):
-        return None
-    return info
+    data = read_serve(index_dir, check_pid)
+    return ServeInfo(**data) if data is not None else None
