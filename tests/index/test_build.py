@@ -43,9 +43,11 @@ class CountingEmbedder:
         self.inner = inner
         self.dim, self.max_tokens, self.truncates = inner.dim, inner.max_tokens, inner.truncates
         self.passages: list[str] = []
+        self.calls: list[int] = []  # texts per encode_passages call
 
     def encode_passages(self, texts):
         self.passages.extend(texts)
+        self.calls.append(len(texts))
         return self.inner.encode_passages(texts)
 
     def encode_queries(self, texts):
@@ -281,3 +283,36 @@ def test_doctor_reports_problems_with_fixes(tmp_path):
     codes = {p.code for p in diagnose(tmp_path / "ix", other)}
     assert "embedder-mismatch" in codes and "lexicon-missing" not in codes
     assert {p.code for p in diagnose(tmp_path / "absent", other)} >= {"index-unreadable"}
+
+
+def test_the_build_hands_the_embedder_many_texts_a_call(tmp_path):
+    """EMBED_CALL texts a call (not embedder.batch_size): a padding backend sorts them by length before batching."""
+    from hanrag.index.build import EMBED_CALL
+
+    cfg = Config()
+    cfg.embedder.cache = False
+    emb = CountingEmbedder(load_embedder(cfg.embedder))
+    chunks = [Chunk(chunk_id=f"c{i}", doc_id=f"d{i}", text=f"문서 {i}번: 배포 {i}회 뒤 롤백 절차 {i * 7}단계", start=0,
+                    end=20, lang="ko") for i in range(EMBED_CALL + 40)]
+    build_from_chunks(chunks, tmp_path / "ix", cfg, embedder=emb, progress=False)
+    assert emb.calls == [EMBED_CALL, 40] and cfg.embedder.batch_size < EMBED_CALL
+
+
+def test_a_model_that_fails_to_load_during_a_build_is_reported_and_the_index_kept(tmp_path):
+    """The model loads in a thread beside tokenising: its error still ends the build, with the previous snapshot
+    published and no half-written one left."""
+    from hanrag.embed import EmbedderError
+
+    corpus, index = tmp_path / "corpus", tmp_path / "index"
+    write_corpus(corpus)
+    build_index(corpus, index, Config(), progress=False)
+    before = store.current_snapshot_dir(index)
+    (corpus / "new.md").write_text("---\nsource: https://example.org/n\n---\n# 새 문서\n\n새로 쓴 문단.\n",
+                                   encoding="utf-8")
+    bad = Config()
+    bad.embedder.backend, bad.embedder.model = "sentence-transformers", str(tmp_path / "no-such-model")
+    with pytest.raises(EmbedderError, match="cannot load sentence-transformers model"):
+        build_index(corpus, index, bad, progress=False)
+    assert store.current_snapshot_dir(index) == before
+    assert sorted(p.name for p in (index / "snapshots").iterdir()) == [before.name]
+    assert open_snapshot(index).chunks  # still opens and searches as before
