@@ -630,7 +630,9 @@ def search(
             fail(f"--backend must be embedded or milvus, got {backend!r}")
         cfg.backend.kind = backend
     filters = _filters(lang, tier, provenance, source, label)
-    # a running server was asked first (hanrag.__main__), before this module was imported
+    # a running server was asked first, unless --no-server (hanrag.__main__, before this module was imported):
+    # here the search runs in this process
+    del no_server
     plan, hits = _search_here(index, cfg, query, top_k, mode, filters, explain)
     if json_out:
         print_json({"plan": plan.to_dict(), "hits": [h.to_dict() for h in hits]})
