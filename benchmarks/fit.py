@@ -100,7 +100,7 @@ def evaluate(records: list[dict], alphas: dict[str, float]) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-queries", type=int, default=0)
-    ap.add_argument("--sets", nargs="*", default=None, help="tuning sets (default: every shared set)")
+    ap.add_argument("--sets", nargs="*", default=None, help="tuning sets (default: the shared and tuning sets)")
     ap.add_argument("--no-mixed", action="store_true")
     ap.add_argument("--fusions", nargs="*", default=list(FUSIONS), help="fusion methods to fit (default: all)")
     ap.add_argument("--dense-background", choices=typing.get_args(DenseBackground), default="corpus",
