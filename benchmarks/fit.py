@@ -105,9 +105,12 @@ def main() -> None:
     ap.add_argument("--fusions", nargs="*", default=list(FUSIONS), help="fusion methods to fit (default: all)")
     ap.add_argument("--dense-background", choices=typing.get_args(DenseBackground), default="corpus",
                     help="what calibrated fusion measures a cosine from (search.dense_background)")
+    ap.add_argument("--glossary-weight", type=float, default=None, help="search.glossary_weight (to compare)")
     args = ap.parse_args()
     cfg = Config()
     cfg.search.dense_background = args.dense_background
+    if args.glossary_weight is not None:
+        cfg.search.glossary_weight = args.glossary_weight
     emb = caching_embedder(cfg)
     names = available(args.sets or [*SHARED_SETS, *TUNE_SETS])
 
@@ -150,6 +153,9 @@ def main() -> None:
             held[g] = evaluate(test, alphas)
             print(f"  held out {g:<28} nDCG@10 {held[g]:.3f}  with α (dense weight) chosen on the rest: {alphas}")
         final = choose(records, cells)
+        # in-sample (the weights saw these sets): only to compare configurations that choose the same weights
+        print("  in-sample, weights chosen on all:", ", ".join(
+            f"{g} {evaluate([r for r in records if base[r['set']] == g], final):.3f}" for g in groups))
         results[fusion] = (float(np.mean(list(held.values()))), final)
         print(f"  mean held-out nDCG@10 {results[fusion][0]:.4f}; chosen on all tuning sets: {final}")
     best = max(results, key=lambda f: results[f][0])

@@ -171,6 +171,7 @@ def ablation_configs(cfg) -> dict:  # noqa: ANN001 - Config
         "no fill (zero)": ("hybrid", v(fill_missing=False)),
         "no diversity": ("hybrid", v(diversity=False)),
         "no cross-lingual": ("hybrid", v(cross_lingual=False)),
+        "no glossary": ("hybrid", v(glossary_weight=0.0)),
         "hanrag default": ("hybrid", v()),
     }
     if cfg.search.rerank.model:

@@ -134,7 +134,8 @@ class QueryPlan(_Record):
     lexical_evidence: float | None = None
     # where each expansion token comes from: "reading" (a Hanja word of the query read in Hangul),
     # "lexicon:<term>", "lexicon:<term> (absent)" (the term occurs in no chunk: its equivalents weigh in
-    # full), "translation:<English word>"
+    # full), "glossary:<term>" (the corpus glosses the term with this form: 활성 프로브(liveness probe)),
+    # "translation:<English word>"
     expansion_via: tuple[tuple[str, str], ...] = ()
 
 
@@ -158,7 +159,7 @@ class Explanation(_Record):
     matched_expansions: tuple[str, ...] = ()
     found_by: tuple[str, ...] = ()  # "bm25", "dense"
     # every matched token and how it matched: "as written", "reading" (the chunk's Hanja read in Hangul, or
-    # the query's), "lexicon:<term>", "translation:<English word>"
+    # the query's), "lexicon:<term>", "glossary:<term>", "translation:<English word>"
     matched_via: tuple[tuple[str, str], ...] = ()
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from hanrag.config import Bm25Config
+from hanrag.index.glossary import mine_glossary
 from hanrag.index.sparse import SparseIndex
 from hanrag.records import Chunk, Filters
 
@@ -55,7 +56,7 @@ class MemoryBackend:
         lang_of = np.array([c.lang for c in self.chunks])
         by_lang = {g: self.vectors[lang_of == g].mean(axis=0).tolist() for g in langs}
         self._manifest = {"backend": "memory", "chunks": n, "langs": langs, "dense_mean": dense_mean,
-                          "dense_mean_by_lang": by_lang}
+                          "dense_mean_by_lang": by_lang, "glossary": mine_glossary(c.text for c in self.chunks)}
         self._manifest.update(manifest or {})
         self._mask_cache: dict[Filters, np.ndarray] = {}
 

@@ -32,6 +32,7 @@ from hanrag.index import store
 from hanrag.index.cache import CACHE_DIR, EmbeddingCache, TokenCache, iter_tokens, text_hash
 from hanrag.index.dedup import folded_pairs_report, mark_duplicates
 from hanrag.index.dense import ANN_FILE, build_ann
+from hanrag.index.glossary import mine_glossary
 from hanrag.index.snapshot import write_chunk_records
 from hanrag.index.sparse import SparseBuilder
 from hanrag.records import Chunk, Finding
@@ -447,6 +448,9 @@ def build_from_chunks(
             t = time.perf_counter()
             dup_map, dedup_info, folded = find_duplicates(chunks, cfg)
             timings["dedup"] = time.perf_counter() - t
+            t = time.perf_counter()
+            glossary = mine_glossary(c.text for c in chunks)
+            timings["glossary"] = time.perf_counter() - t
 
             t = time.perf_counter()
             sparse = postings.build(cfg.bm25)
@@ -485,6 +489,8 @@ def build_from_chunks(
                 # per language: a candidate's cosine is measured from the background of its own language
                 # (multilingual encoders put every same-language pair higher; see search/fusion.py)
                 "dense_mean_by_lang": {g: [round(float(x), 6) for x in m] for g, m in vec.lang_means.items()},
+                # the Korean <-> English pairs the corpus glosses itself (활성 프로브(liveness probe)): query expansion
+                "glossary": glossary,
                 "tokens": tok,
                 "dense_index": dense_index,
                 "dedup": dedup_info,

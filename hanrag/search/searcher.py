@@ -138,6 +138,8 @@ class Searcher:
         self.analyzer = analyzer
         self.lexicon = lexicon
         self.planner = QueryPlanner(cfg, analyzer, lexicon)
+        self._glossary_loaded = False
+        self._glossary = None
         self._reranker = reranker
         self._index_langs: tuple[str, ...] | None = None
         self._dense_mean: np.ndarray | None = None
@@ -145,6 +147,20 @@ class Searcher:
         self._parallel: bool | None = None  # dense side in a worker (large indexes; decided on first search)
 
     # -- pieces -------------------------------------------------------------------------------------
+    @property
+    def glossary(self):
+        """The corpus glossary of the open snapshot (its manifest's ``glossary``) as a lexicon; None without one
+        or with ``search.glossary_weight`` 0. Read once: a searcher serves one snapshot."""
+        if not self._glossary_loaded:
+            from hanrag.lexicon import Lexicon
+
+            entries = (self.backend.manifest() or {}).get("glossary") if self.cfg.search.glossary_weight > 0 else None
+            clean = {str(k): [str(e) for e in v] for k, v in entries.items() if isinstance(v, list) and v} \
+                if isinstance(entries, dict) else {}
+            self._glossary = Lexicon(clean) if clean else None
+            self._glossary_loaded = True
+        return self._glossary
+
     @property
     def reranker(self):
         if self._reranker is None and self.cfg.search.rerank.model:
@@ -319,9 +335,9 @@ class Searcher:
 
     def _cross_lingual_stage(self, cand: _Candidates, k: int, filters: Filters | None, times: StageTimes) -> None:
         """Re-selects the rule on the lexical evidence in any script; when the query's own language has weak
-        lexical evidence, lets other languages compete: dictionary translations for English queries (time
-        counted as BM25) and each language's dense pool centred (time counted as dense). Updates ``cand``
-        in place.
+        lexical evidence, lets other languages compete: the other names the corpus glossary gives its terms
+        (활성 프로브 = liveness probe) and dictionary translations for English queries (time counted as BM25), and
+        each language's dense pool centred (time counted as dense). Updates ``cand`` in place.
         """
         sc = self.cfg.search
         ceiling = self.query_ceiling(cand.plan, cand.weights)
@@ -330,6 +346,15 @@ class Searcher:
         own = self.lexical_evidence(cand.plan, cand.weights, cand.bm25, cand.chunks, lang=cand.plan.lang,
                                     ceiling=ceiling)
         compete = own < sc.xling_min_evidence  # in the query's own language: other languages compete
+        if compete and self.glossary is not None:
+            t = time.perf_counter()
+            cand.plan, cand.weights, cand.bm25 = self._gloss(cand.plan, cand.weights, k, filters, cand.bm25,
+                                                             cand.chunks)
+            cand.ids = list(dict.fromkeys([*cand.ids, *cand.bm25]))
+            times.bm25 += time.perf_counter() - t
+            # a glossed term's other name is lexical evidence too (measured against the query's own ceiling)
+            evidence = self.lexical_evidence(cand.plan, cand.weights, cand.bm25, cand.chunks, ceiling=ceiling)
+            weak = evidence < sc.xling_min_evidence
         cand.plan = dataclasses.replace(self.planner.replan(cand.plan, weak), lexical_evidence=round(evidence, 4))
         if compete and cand.plan.lang == "en" and sc.xling_translate_weight > 0:
             t = time.perf_counter()
@@ -502,17 +527,31 @@ class Searcher:
 
         sources: dict[str, str] = {}
         trans = translate_query(plan.query, self.analyzer, self.cfg.search.xling_translate_weight, sources)
-        trans = {t: w for t, w in trans.items() if t not in weights}
-        if not trans:
+        extra = {t: (w, f"translation:{sources[t]}") for t, w in trans.items() if t not in weights}
+        return self._widen(plan, weights, extra, k, filters, chunks, bm25)
+
+    def _gloss(self, plan: QueryPlan, weights: dict[str, float], k: int, filters: Filters | None,
+               bm25: dict[str, float], chunks: dict[str, Chunk]):
+        """Add the other names the corpus glossary gives the query's terms to the BM25 query and retrieve again."""
+        from hanrag.text.query import glossary_expansions
+
+        extra = glossary_expansions(plan.query, plan.lang, self.analyzer, self.glossary,
+                                    self.cfg.search.glossary_weight, weights)
+        return self._widen(plan, weights, extra, k, filters, chunks, bm25)
+
+    def _widen(self, plan: QueryPlan, weights: dict[str, float], extra: dict[str, tuple[float, str]], k: int,
+               filters: Filters | None, chunks: dict[str, Chunk], bm25: dict[str, float]):
+        """The BM25 query with ``extra`` tokens (token -> weight, origin) added, retrieved again; new chunks are
+        loaded into ``chunks``. Unchanged when there is nothing to add."""
+        if not extra:
             return plan, weights, bm25
-        weights = {**weights, **trans}
+        weights = {**weights, **{t: w for t, (w, _) in extra.items()}}
         bm25 = dict(self.backend.sparse_search(weights, k, filters))
         new = [cid for cid in bm25 if cid not in chunks]
         if new:
             chunks.update(zip(new, self.backend.get_chunks(new), strict=True))
-        plan = dataclasses.replace(plan, expansions=plan.expansions + tuple(trans.items()),
-                                   expansion_via=plan.expansion_via
-                                   + tuple((t, f"translation:{sources[t]}") for t in trans))
+        plan = dataclasses.replace(plan, expansions=plan.expansions + tuple((t, w) for t, (w, _) in extra.items()),
+                                   expansion_via=plan.expansion_via + tuple((t, via) for t, (_, via) in extra.items()))
         return plan, weights, bm25
 
     def _cross_lingual(

@@ -54,7 +54,8 @@ class ExplanationOut(BaseModel):
     found_by: list[str]
     matched_via: list[tuple[str, str]] = Field(
         default_factory=list,
-        description="every matched token and how: as written, reading, lexicon:<term>, translation:<word>",
+        description="every matched token and how: as written, reading, lexicon:<term>, glossary:<term>, "
+        "translation:<word>",
     )
 
 
@@ -86,7 +87,8 @@ class PlanOut(BaseModel):
     rule: str
     mode: str
     expansion_via: list[tuple[str, str]] = Field(
-        default_factory=list, description="each expansion token's origin: reading, lexicon:<term>, translation:<word>"
+        default_factory=list,
+        description="each expansion token's origin: reading, lexicon:<term>, glossary:<term>, translation:<word>",
     )
     lexical_evidence: float | None = Field(
         default=None, description="best chunk's BM25 (any script) / the query's BM25 ceiling (hybrid; null when unused)"

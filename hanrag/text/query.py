@@ -78,3 +78,25 @@ def analyze_query(
     for tok, w in expansions.items():
         weights[tok] = max(weights.get(tok, 0.0), w)
     return QueryTerms(tokens, terms, tuple(expansions.items()), weights, sources)
+
+
+def glossary_expansions(text: str, lang: str, analyzer: Analyzer, glossary: Lexicon, weight: float,
+                        taken: dict[str, float]) -> dict[str, tuple[float, str]]:
+    """BM25 expansion from the index's corpus glossary (:mod:`hanrag.index.glossary`): token -> (weight,
+    ``glossary:<term>``) for the glossed terms in ``text``, none of ``taken`` (the query's weighted tokens).
+
+    The corpus wrote the two forms as one term's names: at ``weight`` 1 an equivalent weighs what the term's own
+    words weigh (each up to 1), so a passage that uses only the other form scores as if it used the query's."""
+    out: dict[str, tuple[float, str]] = {}
+    if weight <= 0:
+        return out
+    for term in glossary.find_terms(text):
+        own = len(analyzer.analyze(term, lang).tokens)
+        for equiv in glossary.equivalents(term):
+            toks = analyzer.analyze(equiv, lang).tokens
+            w = weight * min(own, len(toks)) / max(1, len(toks))
+            for tok in toks:
+                if tok not in taken and w > out.get(tok, (0.0, ""))[0]:
+                    out[tok] = (w, f"glossary:{term}")
+    return out
+

@@ -1,0 +1,99 @@
+"""The corpus glossary: Korean ↔ English term pairs the corpus itself writes down, mined at build time.
+
+Korean technical writing glosses its terms in parentheses — ``활성 프로브(liveness probe)``,
+``데몬셋(DaemonSet)``, ``Deployment(디플로이먼트)``. Such a pair is the author's own statement that the two
+forms name one thing, so the searcher uses it like a lexicon entry the index wrote for itself: a Korean query
+term reaches English text that only uses the English form, and an English query reaches Korean text. Most of
+these terms are loanwords (디플로이먼트, 인그레스), which no dictionary translation reaches: their Hangul is
+a transliteration, not a Sino-Korean reading.
+
+Mining is deliberately narrow: the gloss must be Latin words right after (or right before) Hangul words, as
+many Hangul words as English words (at most three), no acronyms (``컨테이너 런타임 인터페이스(CRI)`` would
+pair 인터페이스 with CRI), no Korean word ending in a particle, no function words. A pair is kept when
+the corpus writes it ``MIN_COUNT`` times or more; each term keeps its ``PER_TERM`` most frequent glosses, and the
+most often glossed terms are kept up to ``MAX_BYTES``.
+The glossary lives in the snapshot's manifest (``glossary``), so it always matches the index it came from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+from hanrag.text.english import STOPWORDS
+
+MIN_COUNT = 1
+PER_TERM = 2
+# a bound on the manifest (Milvus keeps it in one JSON field of at most 64 KiB, beside the dense means): the most
+# often glossed terms are kept, up to this many bytes of JSON with every non-ASCII character escaped
+MAX_BYTES = 24_000
+MAX_WORDS = 3
+
+_HANGUL_WORDS = rf"[가-힣]+(?:[ ][가-힣]+){{0,{MAX_WORDS - 1}}}"
+_LATIN_WORDS = rf"[A-Za-z][A-Za-z0-9.\-]*(?:[ ][A-Za-z][A-Za-z0-9.\-]*){{0,{MAX_WORDS - 1}}}"
+# 한글(English) and English(한글); the paren may be full-width
+_KO_EN = re.compile(rf"({_HANGUL_WORDS})[ ]?[(（][ ]?({_LATIN_WORDS})[ ]?[)）]")
+_EN_KO = re.compile(rf"({_LATIN_WORDS})[ ]?[(（][ ]?({_HANGUL_WORDS})[ ]?[)）]")
+# a word that ends in one of these is a noun with its case particle (볼륨을), not a term
+_PARTICLES = ("을", "를", "의", "에", "에서", "에게", "으로", "로서", "로써", "와", "과", "은", "는", "이다", "한다")
+# ...and one that ends like this modifies a noun (통합된, 없는): a gloss of a longer English word, not a term
+_MODIFIERS = ("하는", "되는", "아닌", "없는", "않은", "있는", "적인", "된", "스러운", "가능한")
+_ACRONYM = re.compile(r"^[A-Z0-9.\-]+s?$")
+
+
+def _pair(ko_words: list[str], en_words: list[str]) -> tuple[str, str] | None:
+    """The glossed term and its gloss: as many words of each as the shorter side has (at least one)."""
+    n = min(len(ko_words), len(en_words), MAX_WORDS)
+    ko, en = ko_words[-n:] if n else [], en_words[:n]
+    if not ko or not en or len(en_words) > len(ko_words) + 1:
+        return None  # a long English phrase glossing one word is an explanation, not a term's other name
+    if any((w.endswith(_PARTICLES) and len(w) > 2) or w.endswith(_MODIFIERS) for w in ko) or len("".join(ko)) < 2:
+        return None
+    if any(_ACRONYM.match(w) for w in en) or all(w.lower() in STOPWORDS for w in en):
+        return None
+    en_term = " ".join(en).strip(".-")
+    if len(en_term) < 3 or not en_term[0].isalpha():
+        return None
+    return " ".join(ko), en_term
+
+
+def _pairs(text: str) -> Iterable[tuple[str, str]]:
+    if "(" not in text and "（" not in text:
+        return
+    for m in _KO_EN.finditer(text):
+        pair = _pair(m.group(1).split(" "), m.group(2).split(" "))
+        if pair:
+            yield pair
+    for m in _EN_KO.finditer(text):
+        # English before the paren: its last words gloss the Korean inside (Deployment(디플로이먼트))
+        en_words, ko_words = m.group(1).split(" "), m.group(2).split(" ")
+        n = min(len(ko_words), len(en_words), MAX_WORDS)
+        pair = _pair(ko_words, en_words[-n:]) if n else None
+        if pair:
+            yield pair
+
+
+def mine_glossary(texts: Iterable[str]) -> dict[str, list[str]]:
+    """Korean term -> its English glosses, most frequent first (``MIN_COUNT``, ``PER_TERM``, ``MAX_BYTES``)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    surface: dict[tuple[str, str], Counter[str]] = {}
+    for text in texts:
+        for ko, en in _pairs(text):
+            key = (ko, en.casefold())
+            counts[key] += 1
+            surface.setdefault(key, Counter())[en] += 1
+    per_term: dict[str, list[tuple[int, str]]] = {}
+    for (ko, folded), n in counts.items():
+        if n >= MIN_COUNT and ko.casefold() != folded:
+            per_term.setdefault(ko, []).append((n, surface[(ko, folded)].most_common(1)[0][0]))
+    out: dict[str, list[str]] = {}
+    size = 2
+    for ko, glosses in sorted(per_term.items(), key=lambda kv: (-sum(n for n, _ in kv[1]), kv[0])):
+        ens = [en for _, en in sorted(glosses, key=lambda g: (-g[0], g[1]))[:PER_TERM]]
+        size += len(json.dumps({ko: ens})) + 1  # '"k": [...]' plus its comma
+        if size > MAX_BYTES:
+            break
+        out[ko] = ens
+    return dict(sorted(out.items()))
