@@ -51,8 +51,8 @@ def _pair(ko_words: list[str], en_words: list[str]) -> tuple[str, str] | None:
         return None  # a long English phrase glossing one word is an explanation, not a term's other name
     if any((w.endswith(_PARTICLES) and len(w) > 2) or w.endswith(_MODIFIERS) for w in ko) or len("".join(ko)) < 2:
         return None
-    if any(_ACRONYM.match(w) for w in en) or all(w.lower() in STOPWORDS for w in en):
-        return None
+    if any(_ACRONYM.match(w) for w in en) or en[0].lower() in STOPWORDS or en[-1].lower() in STOPWORDS:
+        return None  # a function word at either end: a phrase cut out of a sentence (Quality of, Mani the)
     en_term = " ".join(en).strip(".-")
     if len(en_term) < 3 or not en_term[0].isalpha():
         return None

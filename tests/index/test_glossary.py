@@ -22,6 +22,7 @@ def test_explanations_acronyms_particles_and_modifiers_are_not_terms():
         "설정(see the section on configuring the kubelet below)",  # an explanation, not another name
         "예(e.g.)",  # too short once stripped
         "정의(the)",  # function words only
+        "서비스 품질(Quality of)",  # a phrase cut short: a function word at its end
         "한국어(한국어)",  # no Latin gloss at all
     ])
     assert g == {}
