@@ -169,6 +169,7 @@ class Index:
             "embedder": (m.get("embedder") or {}).get("identity") or m.get("embedder"),
             "built_at": m.get("created_at"),
             "build": m.get("build"),  # timings and counts of the build that published this snapshot
+            "glossary": m.get("glossary") or {},  # the 한글(English) pairs the corpus glosses itself (search expansion)
             "hanrag_version": m.get("hanrag_version"),
         }
 
@@ -196,6 +197,7 @@ class Index:
             "built_at": m.get("created_at"),
             "pushed_at": info.get("pushed_at"),
             "build": m.get("build"),
+            "glossary": m.get("glossary") or {},
             "hanrag_version": m.get("hanrag_version"),
         }
 

@@ -99,7 +99,8 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _front_matter_end(text: str) -> int:
-    """End of a leading front matter block, only when it is a YAML mapping (else ``---`` lines separate)."""
+    """End of a leading front matter block, only when it is a YAML mapping with named keys (else ``---`` lines
+    separate: a paragraph "?" between two rules parses as the mapping {None: None}, and must not vanish)."""
     end = front_matter_end(text)
     if not end:
         return 0
@@ -107,7 +108,7 @@ def _front_matter_end(text: str) -> int:
         data = yaml.safe_load(re.sub(r"(?m)^(---|\.\.\.)[ \t]*$", "", text[:end]))
     except yaml.YAMLError:
         return 0
-    return end if isinstance(data, dict) else 0
+    return end if isinstance(data, dict) and data and all(isinstance(k, str) for k in data) else 0
 
 
 def split_sections(text: str, heading_level: int = 2) -> list[Section]:

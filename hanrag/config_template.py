@@ -54,8 +54,6 @@ _FALLBACK_HELP: dict[str, str] = {
     "index.dedup": "fold near-duplicate chunks into one hit (their sources listed in also_in)",
     "index.dedup_exclude": "path globs never folded into another chunk (undo a wrong fold)",
     "search.rrf_k": "k of reciprocal-rank fusion (only with fusion = \"rrf\")",
-    "search.glossary_weight": "weight of the 한글(English) pairs the corpus glosses itself, relative to the glossed "
-    "term's (0 = off)",
     "search.fill_missing": "score candidates found by one retriever with the other one too",
     "search.diversity": "penalise several hits from the same document",
     "search.diversity_factors": "score factor of a document's 1st, 2nd, 3rd, ... hit (the last one repeats)",

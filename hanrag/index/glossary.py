@@ -9,7 +9,8 @@ a transliteration, not a Sino-Korean reading.
 
 Mining is deliberately narrow: the gloss must be Latin words right after (or right before) Hangul words, as
 many Hangul words as English words (at most three), no acronyms (``컨테이너 런타임 인터페이스(CRI)`` would
-pair 인터페이스 with CRI), no Korean word ending in a particle, no function words. A pair is kept when
+pair 인터페이스 with CRI), no Korean word ending in a particle or a modifier ending (볼륨을, 통합된), no
+function word at either end of the English (``Quality of``). A pair is kept when
 the corpus writes it ``MIN_COUNT`` times or more; each term keeps its ``PER_TERM`` most frequent glosses, and the
 most often glossed terms are kept up to ``MAX_BYTES``.
 The glossary lives in the snapshot's manifest (``glossary``), so it always matches the index it came from.
