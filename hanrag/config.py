@@ -211,6 +211,9 @@ class SearchConfig:
     # (hanrag/index/glossary.py): an equivalent weighs this share of what its term weighs (0 = off). Chosen by
     # benchmarks/fit.py over {0, .5, 1}: mean leave-one-set-out nDCG@10 .7433 / .7436 / .7311
     glossary_weight: float = 0.5
+    # glossary pairs never used, named by either side (a wrong pair the build mined: "식물", "tamarind"); `GET /stats`
+    # and Index.stats() show the glossary
+    glossary_exclude: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -149,14 +149,19 @@ class Searcher:
     # -- pieces -------------------------------------------------------------------------------------
     @property
     def glossary(self):
-        """The corpus glossary of the open snapshot (its manifest's ``glossary``) as a lexicon; None without one
-        or with ``search.glossary_weight`` 0. Read once: a searcher serves one snapshot."""
+        """The corpus glossary of the open snapshot (its manifest's ``glossary``, less ``search.glossary_exclude``)
+        as a lexicon; None without one or with ``search.glossary_weight`` 0. Read once: a searcher serves one
+        snapshot."""
         if not self._glossary_loaded:
             from hanrag.lexicon import Lexicon
 
             entries = (self.backend.manifest() or {}).get("glossary") if self.cfg.search.glossary_weight > 0 else None
-            clean = {str(k): [str(e) for e in v] for k, v in entries.items() if isinstance(v, list) and v} \
-                if isinstance(entries, dict) else {}
+            drop = {t.casefold() for t in self.cfg.search.glossary_exclude}
+            clean: dict[str, list[str]] = {}
+            for term, equivs in (entries.items() if isinstance(entries, dict) else ()):
+                kept = [str(e) for e in equivs if str(e).casefold() not in drop] if isinstance(equivs, list) else []
+                if kept and str(term).casefold() not in drop:
+                    clean[str(term)] = kept
             self._glossary = Lexicon(clean) if clean else None
             self._glossary_loaded = True
         return self._glossary

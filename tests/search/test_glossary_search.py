@@ -69,3 +69,13 @@ def test_the_glossary_can_be_switched_off(idx):
     assert not any(via.startswith("glossary:") for _, via in res.plan.expansion_via)
     hit = _hit(res, "en_statefulset.md")
     assert hit is None or "statefulset" not in dict(hit.explanation.matched_via)  # 파드 -> pod (IT lexicon) only
+
+
+def test_a_wrong_pair_can_be_excluded_by_either_side(idx):
+    for name in ("스테이트풀셋", "statefulset"):
+        cfg = copy.deepcopy(Config())
+        cfg.search.glossary_exclude = [name]
+        res = hanrag.open(idx.index_dir, cfg).search_result("스테이트풀셋 파드 순서", top_k=5, explain=True)
+        assert "glossary:스테이트풀셋" not in dict(res.plan.expansion_via).values()
+    assert "스테이트풀셋" not in (hanrag.open(idx.index_dir, cfg).searcher.glossary.entries)
+
