@@ -10,9 +10,8 @@ a transliteration, not a Sino-Korean reading.
 Mining is deliberately narrow: the gloss must be Latin words right after (or right before) Hangul words, as
 many Hangul words as English words (at most three), no acronyms (``컨테이너 런타임 인터페이스(CRI)`` would
 pair 인터페이스 with CRI), no Korean word ending in a particle or a modifier ending (볼륨을, 통합된), no
-function word at either end of the English (``Quality of``). A pair is kept when
-the corpus writes it ``MIN_COUNT`` times or more; each term keeps its ``PER_TERM`` most frequent glosses, and the
-most often glossed terms are kept up to ``MAX_BYTES``.
+function word at either end of the English (``Quality of``). Each term keeps its ``PER_TERM`` most frequent
+glosses, and the most often glossed terms are kept up to ``MAX_BYTES``.
 The glossary lives in the snapshot's manifest (``glossary``), so it always matches the index it came from.
 """
 
@@ -25,7 +24,6 @@ from collections.abc import Iterable
 
 from hanrag.text.english import STOPWORDS
 
-MIN_COUNT = 1
 PER_TERM = 2
 # a bound on the manifest (Milvus keeps it in one JSON field of at most 64 KiB, beside the dense means): the most
 # often glossed terms are kept, up to this many bytes of JSON with every non-ASCII character escaped
@@ -77,7 +75,7 @@ def _pairs(text: str) -> Iterable[tuple[str, str]]:
 
 
 def mine_glossary(texts: Iterable[str]) -> dict[str, list[str]]:
-    """Korean term -> its English glosses, most frequent first (``MIN_COUNT``, ``PER_TERM``, ``MAX_BYTES``)."""
+    """Korean term -> its English glosses, most frequent first (``PER_TERM``, ``MAX_BYTES``)."""
     counts: Counter[tuple[str, str]] = Counter()
     surface: dict[tuple[str, str], Counter[str]] = {}
     for text in texts:
@@ -87,7 +85,7 @@ def mine_glossary(texts: Iterable[str]) -> dict[str, list[str]]:
             surface.setdefault(key, Counter())[en] += 1
     per_term: dict[str, list[tuple[int, str]]] = {}
     for (ko, folded), n in counts.items():
-        if n >= MIN_COUNT and ko.casefold() != folded:
+        if ko.casefold() != folded:
             per_term.setdefault(ko, []).append((n, surface[(ko, folded)].most_common(1)[0][0]))
     out: dict[str, list[str]] = {}
     size = 2

@@ -12,6 +12,7 @@ the largest.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Sequence
@@ -138,8 +139,6 @@ class Searcher:
         self.analyzer = analyzer
         self.lexicon = lexicon
         self.planner = QueryPlanner(cfg, analyzer, lexicon)
-        self._glossary_loaded = False
-        self._glossary = None
         self._reranker = reranker
         self._index_langs: tuple[str, ...] | None = None
         self._dense_mean: np.ndarray | None = None
@@ -147,24 +146,21 @@ class Searcher:
         self._parallel: bool | None = None  # dense side in a worker (large indexes; decided on first search)
 
     # -- pieces -------------------------------------------------------------------------------------
-    @property
+    @functools.cached_property
     def glossary(self):
         """The corpus glossary of the open snapshot (its manifest's ``glossary``, less ``search.glossary_exclude``)
         as a lexicon; None without one or with ``search.glossary_weight`` 0. Read once: a searcher serves one
         snapshot."""
-        if not self._glossary_loaded:
-            from hanrag.lexicon import Lexicon
+        from hanrag.lexicon import Lexicon
 
-            entries = (self.backend.manifest() or {}).get("glossary") if self.cfg.search.glossary_weight > 0 else None
-            drop = {t.casefold() for t in self.cfg.search.glossary_exclude}
-            clean: dict[str, list[str]] = {}
-            for term, equivs in (entries.items() if isinstance(entries, dict) else ()):
-                kept = [str(e) for e in equivs if str(e).casefold() not in drop] if isinstance(equivs, list) else []
-                if kept and str(term).casefold() not in drop:
-                    clean[str(term)] = kept
-            self._glossary = Lexicon(clean) if clean else None
-            self._glossary_loaded = True
-        return self._glossary
+        entries = (self.backend.manifest() or {}).get("glossary") if self.cfg.search.glossary_weight > 0 else None
+        drop = {t.casefold() for t in self.cfg.search.glossary_exclude}
+        clean: dict[str, list[str]] = {}
+        for term, equivs in (entries.items() if isinstance(entries, dict) else ()):
+            kept = [str(e) for e in equivs if str(e).casefold() not in drop] if isinstance(equivs, list) else []
+            if kept and str(term).casefold() not in drop:
+                clean[str(term)] = kept
+        return Lexicon(clean) if clean else None
 
     @property
     def reranker(self):

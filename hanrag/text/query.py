@@ -99,4 +99,3 @@ def glossary_expansions(text: str, lang: str, analyzer: Analyzer, glossary: Lexi
                 if tok not in taken and w > out.get(tok, (0.0, ""))[0]:
                     out[tok] = (w, f"glossary:{term}")
     return out
-

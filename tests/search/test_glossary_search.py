@@ -31,7 +31,7 @@ def _hit(res, name: str):
 def test_the_build_keeps_the_corpus_glossary_in_the_manifest(idx):
     g = idx.backend.manifest()["glossary"]
     assert g["스테이트풀셋"] == ["StatefulSet"] and g["활성 프로브"] == ["liveness probe"]
-    assert idx.stats()["glossary"] == g  # `hanrag stats --json` shows it
+    assert idx.stats()["glossary"] == g  # GET /stats shows it
 
 
 def test_a_korean_term_matches_english_text_through_the_gloss(idx):
