@@ -39,7 +39,7 @@ from hanrag.eval import find_eval_root, load_eval_set  # noqa: E402
 from hanrag.index.build import EMBED_CALL, build_index  # noqa: E402
 
 PER_FILE = 20
-STAGES = ("prepare", "tokenize", "embedding", "dedup", "sparse", "write", "ann", "publish")
+STAGES = ("prepare", "tokenize", "embedding", "dedup", "glossary", "sparse", "write", "ann", "publish")
 
 
 def write_corpus(root: Path, limit: int) -> int:
