@@ -45,3 +45,11 @@ def test_search_mode_is_checked_in_one_function():
     assert check_mode("bm25") == "bm25"
     with pytest.raises(ValueError, match="mode must be hybrid, bm25 or dense, got 'sparse'"):
         check_mode("sparse")
+
+
+def test_glossary_settings_are_checked():
+    with pytest.raises(ConfigError, match=r"search\.glossary_weight"):
+        from_dict({"search": {"glossary_weight": 1.5}})
+    with pytest.raises(ConfigError, match=r"search\.glossary_exclude"):
+        from_dict({"search": {"glossary_exclude": "식물"}})  # a list, not a string
+    assert from_dict({"search": {"glossary_exclude": ["식물"]}}).search.glossary_exclude == ["식물"]
