@@ -9,11 +9,12 @@ Protocol (fixed, issue 11):
   ``benchmarks/quality.py`` reports them with whatever this script chose.
 * what is fitted: per rule cell (the rule the query takes: weak-lexical, translated, ko-term, ko, zh, en) the dense
   weight α ∈ {0.1 … 0.9} (the best mean nDCG@10 over the cell's queries), and the fusion method (minmax, calibrated,
-  zscore, ceiling); settings that change candidates (``--dense-background``, ``--glossary-weight``) are compared
-  by one run each, on the same mean leave-one-set-out nDCG@10. Each query runs once through the product path
-  (``hanrag.build`` indexes, :meth:`Searcher.fused_candidates`, the pipeline up to rerank); the normalised BM25 and
-  dense scores of every candidate are kept and re-weighted here, which is exact for the weights (they change no
-  candidate) — the lexical-evidence threshold and translation weight change candidates and stay as they are.
+  zscore, ceiling); settings that change candidates (``--dense-background``, ``--glossary-weight``,
+  ``--expansion-weight``) are compared by one run each, on the same mean leave-one-set-out nDCG@10. Each query
+  runs once through the product path (``hanrag.build`` indexes, :meth:`Searcher.fused_candidates`, the pipeline
+  up to rerank); the normalised BM25 and dense scores of every candidate are kept and re-weighted here, which is
+  exact for the weights (they change no candidate) — the lexical-evidence threshold and translation weight change
+  candidates and stay as they are.
 * reported: leave-one-set-out — for each tuning set, the weights chosen on the other sets, scored on it —
   then the weights chosen on all tuning sets (the shipped defaults).
 
@@ -107,11 +108,14 @@ def main() -> None:
     ap.add_argument("--dense-background", choices=typing.get_args(DenseBackground), default="corpus",
                     help="what calibrated fusion measures a cosine from (search.dense_background)")
     ap.add_argument("--glossary-weight", type=float, default=None, help="search.glossary_weight (to compare)")
+    ap.add_argument("--expansion-weight", type=float, default=None, help="lexicon.expansion_weight (to compare)")
     args = ap.parse_args()
     cfg = Config()
     cfg.search.dense_background = args.dense_background
     if args.glossary_weight is not None:
         cfg.search.glossary_weight = args.glossary_weight
+    if args.expansion_weight is not None:
+        cfg.lexicon.expansion_weight = args.expansion_weight
     emb = caching_embedder(cfg)
     names = available(args.sets or [*SHARED_SETS, *TUNE_SETS])
 
