@@ -58,7 +58,9 @@ def bounds(per_fusion: dict[str, list[dict]], default_fusion: str) -> dict[str, 
         np.max([metrics(ranking(recs[i], a), recs[i]["rel"]) for recs in per_fusion.values() for a in GRID], axis=0)
         for i in range(len(base))], axis=0)
     relevant = [{d for d, g in r["rel"].items() if g > 0} for r in base]
-    pool = np.mean([metrics([d for d in dict.fromkeys(r["docs"]) if d in rel], r["rel"])
+    # a perfect reranker: the judged candidates, the most relevant first
+    pool = np.mean([metrics(sorted((d for d in dict.fromkeys(r["docs"]) if d in rel), key=lambda d: -r["rel"][d]),
+                            r["rel"])
                     for r, rel in zip(base, relevant, strict=True)], axis=0)
     recall = np.mean([len(rel & set(r["docs"])) / len(rel) for r, rel in zip(base, relevant, strict=True) if rel])
     return {"default": default, f"best α for the set ({best_alpha:.2f})": per_alpha[best_alpha],
