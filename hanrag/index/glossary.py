@@ -44,9 +44,9 @@ _ACRONYM = re.compile(r"^[A-Z0-9.\-]+s?$")
 
 def _pair(ko_words: list[str], en_words: list[str]) -> tuple[str, str] | None:
     """The glossed term and its gloss: as many words of each as the shorter side has (at least one)."""
-    n = min(len(ko_words), len(en_words), MAX_WORDS)
-    ko, en = ko_words[-n:] if n else [], en_words[:n]
-    if not ko or not en or len(en_words) > len(ko_words) + 1:
+    n = min(len(ko_words), len(en_words), MAX_WORDS)  # each side has at least one word (the patterns)
+    ko, en = ko_words[-n:], en_words[:n]
+    if len(en_words) > len(ko_words) + 1:
         return None  # a long English phrase glossing one word is an explanation, not a term's other name
     if any((w.endswith(_PARTICLES) and len(w) > 2) or w.endswith(_MODIFIERS) for w in ko) or len("".join(ko)) < 2:
         return None
@@ -68,8 +68,7 @@ def _pairs(text: str) -> Iterable[tuple[str, str]]:
     for m in _EN_KO.finditer(text):
         # English before the paren: its last words gloss the Korean inside (Deployment(디플로이먼트))
         en_words, ko_words = m.group(1).split(" "), m.group(2).split(" ")
-        n = min(len(ko_words), len(en_words), MAX_WORDS)
-        pair = _pair(ko_words, en_words[-n:]) if n else None
+        pair = _pair(ko_words, en_words[-min(len(ko_words), len(en_words), MAX_WORDS):])
         if pair:
             yield pair
 

@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -36,6 +36,9 @@ PARALLEL_MIN_ROWS = ANN_MIN_ROWS
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
+
+
+_Extra = dict[str, tuple[float, str]]  # expansion tokens to add to a query: token -> (weight, origin)
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -348,21 +351,13 @@ class Searcher:
                                     ceiling=ceiling)
         compete = own < sc.xling_min_evidence  # in the query's own language: other languages compete
         if compete and self.glossary is not None:
-            t = time.perf_counter()
-            cand.plan, cand.weights, cand.bm25 = self._gloss(cand.plan, cand.weights, k, filters, cand.bm25,
-                                                             cand.chunks)
-            cand.ids = list(dict.fromkeys([*cand.ids, *cand.bm25]))
-            times.bm25 += time.perf_counter() - t
+            self._widen(cand, self._glossed, k, filters, times)
             # a glossed term's other name is lexical evidence too (measured against the query's own ceiling)
             evidence = self.lexical_evidence(cand.plan, cand.weights, cand.bm25, cand.chunks, ceiling=ceiling)
             weak = evidence < sc.xling_min_evidence
         cand.plan = dataclasses.replace(self.planner.replan(cand.plan, weak), lexical_evidence=round(evidence, 4))
         if compete and cand.plan.lang == "en" and sc.xling_translate_weight > 0:
-            t = time.perf_counter()
-            cand.plan, cand.weights, cand.bm25 = self._translate(cand.plan, cand.weights, k, filters, cand.bm25,
-                                                                 cand.chunks)
-            cand.ids = list(dict.fromkeys([*cand.ids, *cand.bm25]))
-            times.bm25 += time.perf_counter() - t
+            self._widen(cand, self._translations, k, filters, times)
             # translations that match are lexical evidence too: the rule is chosen again on the query as run
             after = self.translated_evidence(cand.plan, cand.weights, cand.bm25)
             if weak and after >= sc.xling_min_evidence:
@@ -521,39 +516,39 @@ class Searcher:
         query = {t: weights[t] for t in weights if (t in plan.tokens and t not in gone) or t in full} or weights
         return self.backend.sparse_ceiling(query)
 
-    def _translate(self, plan: QueryPlan, weights: dict[str, float], k: int, filters: Filters | None,
-                   bm25: dict[str, float], chunks: dict[str, Chunk]):
-        """Add dictionary translations (en -> zh) to the BM25 query and retrieve again."""
+    def _translations(self, plan: QueryPlan, weights: dict[str, float]) -> _Extra:
+        """Dictionary translations (en -> zh, and their Hangul readings) of the query's words not yet in it."""
         from hanrag.search.xling import translate_query
 
         sources: dict[str, str] = {}
         trans = translate_query(plan.query, self.analyzer, self.cfg.search.xling_translate_weight, sources)
-        extra = {t: (w, f"translation:{sources[t]}") for t, w in trans.items() if t not in weights}
-        return self._widen(plan, weights, extra, k, filters, chunks, bm25)
+        return {t: (w, f"translation:{sources[t]}") for t, w in trans.items() if t not in weights}
 
-    def _gloss(self, plan: QueryPlan, weights: dict[str, float], k: int, filters: Filters | None,
-               bm25: dict[str, float], chunks: dict[str, Chunk]):
-        """Add the other names the corpus glossary gives the query's terms to the BM25 query and retrieve again."""
+    def _glossed(self, plan: QueryPlan, weights: dict[str, float]) -> _Extra:
+        """The other names the corpus glossary gives the query's terms, not yet in the query."""
         from hanrag.text.query import glossary_expansions
 
-        extra = glossary_expansions(plan.query, plan.lang, self.analyzer, self.glossary,
-                                    self.cfg.search.glossary_weight, weights)
-        return self._widen(plan, weights, extra, k, filters, chunks, bm25)
+        return glossary_expansions(plan.query, plan.lang, self.analyzer, self.glossary,
+                                   self.cfg.search.glossary_weight, weights)
 
-    def _widen(self, plan: QueryPlan, weights: dict[str, float], extra: dict[str, tuple[float, str]], k: int,
-               filters: Filters | None, chunks: dict[str, Chunk], bm25: dict[str, float]):
-        """The BM25 query with ``extra`` tokens (token -> weight, origin) added, retrieved again; new chunks are
-        loaded into ``chunks``. Unchanged when there is nothing to add."""
-        if not extra:
-            return plan, weights, bm25
-        weights = {**weights, **{t: w for t, (w, _) in extra.items()}}
-        bm25 = dict(self.backend.sparse_search(weights, k, filters))
-        new = [cid for cid in bm25 if cid not in chunks]
-        if new:
-            chunks.update(zip(new, self.backend.get_chunks(new), strict=True))
-        plan = dataclasses.replace(plan, expansions=plan.expansions + tuple((t, w) for t, (w, _) in extra.items()),
-                                   expansion_via=plan.expansion_via + tuple((t, via) for t, (_, via) in extra.items()))
-        return plan, weights, bm25
+    def _widen(self, cand: _Candidates, extra_of: Callable[[QueryPlan, dict[str, float]], _Extra], k: int,
+               filters: Filters | None, times: StageTimes) -> None:
+        """Adds the tokens ``extra_of`` gives (token -> weight, origin) to the BM25 query and retrieves again:
+        updates ``cand`` in place (new chunks loaded), time counted as BM25. Nothing to add, nothing changes."""
+        t = time.perf_counter()
+        extra = extra_of(cand.plan, cand.weights)
+        if extra:
+            cand.weights = {**cand.weights, **{tok: w for tok, (w, _) in extra.items()}}
+            cand.bm25 = dict(self.backend.sparse_search(cand.weights, k, filters))
+            new = [cid for cid in cand.bm25 if cid not in cand.chunks]
+            if new:
+                cand.chunks.update(zip(new, self.backend.get_chunks(new), strict=True))
+            cand.ids = list(dict.fromkeys([*cand.ids, *cand.bm25]))
+            plan = cand.plan
+            cand.plan = dataclasses.replace(
+                plan, expansions=plan.expansions + tuple((tok, w) for tok, (w, _) in extra.items()),
+                expansion_via=plan.expansion_via + tuple((tok, via) for tok, (_, via) in extra.items()))
+        times.bm25 += time.perf_counter() - t
 
     def _cross_lingual(
         self, qvec: np.ndarray, k: int, filters: Filters | None, own: str, dense: dict[str, float],
