@@ -56,6 +56,14 @@ def load(name: str) -> EvalSet:
     return load_eval_set(set_folder(name))
 
 
+def first_queries(es: EvalSet, n: int) -> EvalSet:
+    """``es`` with its first ``n`` queries and only their judgments (0 = all): an unrun judged query would count 0."""
+    if not n:
+        return es
+    qs = es.queries[:n]
+    return type(es)(es.name, es.docs, qs, {q.qid: es.qrels[q.qid] for q in qs if q.qid in es.qrels})
+
+
 def documents(es: EvalSet) -> list[Document]:
     out = []
     for d in es.docs:

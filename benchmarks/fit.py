@@ -29,7 +29,17 @@ import math
 import typing
 
 import numpy as np
-from evalsets import INDEX_ROOT, MIXED_SETS, SHARED_SETS, TUNE_SETS, available, build, caching_embedder, load
+from evalsets import (
+    INDEX_ROOT,
+    MIXED_SETS,
+    SHARED_SETS,
+    TUNE_SETS,
+    available,
+    build,
+    caching_embedder,
+    first_queries,
+    load,
+)
 
 from hanrag.api import Index
 from hanrag.config import Config, DenseBackground
@@ -66,10 +76,14 @@ def collect(index: Index, cfg: Config, sets, emb, fusion: str) -> list[dict]:  #
     return out
 
 
-def score(rec: dict, alpha: float) -> float:
+def ranking(rec: dict, alpha: float) -> list[str]:
+    """The record's documents ranked by its candidates' scores fused with dense weight ``alpha``."""
     fused = (1 - alpha) * rec["bn"] + alpha * rec["dn"]
-    ranked = list(dict.fromkeys(rec["docs"][i] for i in np.argsort(-fused, kind="stable")))
-    return ndcg10(ranked, rec["rel"])
+    return list(dict.fromkeys(rec["docs"][i] for i in np.argsort(-fused, kind="stable")))
+
+
+def score(rec: dict, alpha: float) -> float:
+    return ndcg10(ranking(rec, alpha), rec["rel"])
 
 
 def choose(records: list[dict], cells: list[str]) -> dict[str, float]:
@@ -118,11 +132,7 @@ def main() -> None:
         cfg.lexicon.expansion_weight = args.expansion_weight
     emb = caching_embedder(cfg)
     names = available(args.sets or [*SHARED_SETS, *TUNE_SETS])
-
-    def trimmed(es):  # noqa: ANN001, ANN202
-        return type(es)(es.name, es.docs, es.queries[: args.max_queries], es.qrels) if args.max_queries else es
-
-    shared = {n: trimmed(load(n)) for n in names}
+    shared = {n: first_queries(load(n), args.max_queries) for n in names}
     indexes = []
     for n in names:
         build(n, [shared[n]], cfg, emb)

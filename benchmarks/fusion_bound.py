@@ -22,11 +22,10 @@ whether a goal is within reach of the fusion rule or needs a better ordering sig
 from __future__ import annotations
 
 import argparse
-import copy
 
 import numpy as np
-from evalsets import CROSS_SETS, INDEX_ROOT, MIXED_SETS, available, build, caching_embedder, load
-from fit import FUSIONS, SHIPPED, collect, ndcg10
+from evalsets import CROSS_SETS, INDEX_ROOT, MIXED_SETS, available, build, caching_embedder, first_queries, load
+from fit import FUSIONS, SHIPPED, collect, ndcg10, ranking
 
 from hanrag.api import Index
 from hanrag.config import Config
@@ -36,11 +35,6 @@ GRID = tuple(i / 20 for i in range(21))
 
 def mrr10(ranked: list[str], rel: dict[str, int]) -> float:
     return next((1 / (i + 1) for i, d in enumerate(ranked[:10]) if rel.get(d, 0) > 0), 0.0)
-
-
-def ranking(rec: dict, alpha: float) -> list[str]:
-    fused = (1 - alpha) * rec["bn"] + alpha * rec["dn"]
-    return list(dict.fromkeys(rec["docs"][i] for i in np.argsort(-fused, kind="stable")))
 
 
 def metrics(ranked: list[str], rel: dict[str, int]) -> np.ndarray:
@@ -75,22 +69,17 @@ def main() -> None:
     args = ap.parse_args()
     cfg = Config()
     emb = caching_embedder(cfg)
-
-    def trimmed(es):  # noqa: ANN001, ANN202
-        qs = es.queries[: args.max_queries]
-        return type(es)(es.name, es.docs, qs, {q.qid: es.qrels[q.qid] for q in qs})
-
     names = available(args.sets)
     if args.standalone:
-        where = [(n, [trimmed(load(n))]) for n in names]
+        where = [(n, [first_queries(load(n), args.max_queries)]) for n in names]
     else:
-        where = [("MIXED", [trimmed(load(n)) for n in available(list(MIXED_SETS))])]
+        where = [("MIXED", [first_queries(load(n), args.max_queries) for n in available(list(MIXED_SETS))])]
     for name, sets in where:
         build(name, sets, cfg, emb)
         emb.save()
         index = Index(INDEX_ROOT / name, cfg, embedder=emb)
         wanted = [es for es in sets if es.name in names]
-        per_fusion = {f: collect(index, copy.deepcopy(cfg), wanted, emb, f) for f in FUSIONS}
+        per_fusion = {f: collect(index, cfg, wanted, emb, f) for f in FUSIONS}
         for es in wanted:
             recs = {f: [r for r in rs if r["set"] == es.name] for f, rs in per_fusion.items()}
             print(f"\n{es.name} ({name}, {len(recs[cfg.search.fusion])} queries) — nDCG@10 / MRR@10")

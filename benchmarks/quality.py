@@ -32,6 +32,7 @@ from evalsets import (
     available,
     build,
     caching_embedder,
+    first_queries,
     load,
     tasks,
 )
@@ -64,10 +65,7 @@ def folded_docs(index: Index) -> dict[str, tuple[str, ...]]:
 
 def evaluate(name: str, set_names: list[str], cfg: Config, emb, row_names: list[str] | None, max_q: int,  # noqa: ANN001
              dedup: bool = True):
-    sets = [load(n) for n in set_names]
-    if max_q:  # the first N queries, and only their judgments (an unrun judged query would count as 0)
-        sets = [type(es)(es.name, es.docs, es.queries[:max_q],
-                         {q.qid: es.qrels[q.qid] for q in es.queries[:max_q]}) for es in sets]
+    sets = [first_queries(load(n), max_q) for n in set_names]
     t = time.perf_counter()
     name = name if dedup else f"{name}-nodedup"
     report = build(name, sets, cfg, emb, dedup=dedup)
