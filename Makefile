@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: venv demo test lint browser clean
+.PHONY: venv demo test lint browser clean dist wheel-check
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed
 
 demo: venv
-	$(VENV)/bin/hanrag demo examples/corpus --config examples/hanrag.toml
+	$(VENV)/bin/hanrag demo
 
 # Debian's chromium + chromedriver drive the web inspector's browser test; fonts-noto-cjk lets it render the
 # Korean and Chinese it checks (without a CJK font every glyph is an empty box). Missing and not installable
@@ -40,5 +40,23 @@ test: venv browser
 	$(VENV)/bin/ruff check hanrag tests benchmarks
 	HANRAG_REQUIRE_BROWSER=$$([ -n "$$HANRAG_SKIP_BROWSER" ] || echo 1) $(PY) -m pytest -q
 
+# the release artefacts: a wheel and an sdist that twine accepts
+dist: venv
+	rm -rf dist
+	$(PIP) install -q "build>=1.2,<2" "twine>=5,<7"
+	$(PY) -m build --outdir dist . > dist.log 2>&1 || { cat dist.log; exit 1; }
+	@if grep -i "deprecat" dist.log; then echo "error: the build printed deprecation warnings" >&2; exit 1; fi
+	$(VENV)/bin/twine check --strict dist/*
+
+# what a user gets from pip: the wheel in a fresh environment outside the checkout, run from another folder
+WHEEL_ENV ?= $(shell mktemp -d)
+wheel-check: dist
+	python3 -m venv $(WHEEL_ENV)/venv
+	$(WHEEL_ENV)/venv/bin/pip install -q dist/hanrag-*.whl
+	cd $(WHEEL_ENV) && venv/bin/hanrag --version
+	cd $(WHEEL_ENV) && venv/bin/hanrag demo --top-k 1 > demo.log && tail -5 demo.log
+	cd $(WHEEL_ENV) && venv/bin/hanrag search index/demo "갑목 인월 용신" --top-k 3 | tee search.log \
+	  && grep -q "甲木" search.log
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache dist dist.log

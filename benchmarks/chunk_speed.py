@@ -1,6 +1,6 @@
 """Chunking throughput on the sample corpus, replicated in memory to at least 10 MB.
 
-    python benchmarks/chunk_speed.py [--corpus examples/corpus] [--mb 10] [--repeat 3]
+    python benchmarks/chunk_speed.py [--corpus the bundled sample] [--mb 10] [--repeat 3]
 
 Prints MB/s (UTF-8 bytes of document text) and chunks/s for the best of ``--repeat`` runs.
 """
@@ -12,6 +12,7 @@ import dataclasses
 import time
 from pathlib import Path
 
+from hanrag.bundled import SAMPLE_CORPUS
 from hanrag.chunking import chunk_documents
 from hanrag.config import Config
 from hanrag.sources import read_corpus
@@ -19,7 +20,7 @@ from hanrag.sources import read_corpus
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=Path(__file__).resolve().parent.parent / "examples" / "corpus")
+    parser.add_argument("--corpus", type=Path, default=SAMPLE_CORPUS)
     parser.add_argument("--mb", type=float, default=10.0)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()

@@ -1,6 +1,6 @@
 """Cold start: what a user waits for, next to the loads that cannot be avoided, in one run.
 
-    python benchmarks/cold_start.py [--corpus examples/corpus] [--repeat 3] [--query "롤백 절차"] [--en-query ...]
+    python benchmarks/cold_start.py [--corpus the bundled sample] [--repeat 3] [--query "롤백 절차"] [--en-query ...]
 
 On a copy of the corpus (default: the demo corpus) it builds an index, then prints:
 
@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from hanrag.bundled import SAMPLE_CORPUS
+
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
@@ -52,6 +54,7 @@ MODULE_LOAD = {"kiwipiepy": "kiwi", "jieba": "jieba", "opencc": "opencc", "hanja
 
 PROBE = """
 import sys, time
+from hanrag.bundled import SAMPLE_CONFIG, SAMPLE_CORPUS
 from hanrag.cli import app
 try:
     app(sys.argv[1:], standalone_mode=False)
@@ -215,7 +218,7 @@ def report_rebuild(corpus: Path, index: Path, config: Path, loads: dict[str, flo
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", type=Path, default=ROOT / "examples" / "corpus")
+    ap.add_argument("--corpus", type=Path, default=SAMPLE_CORPUS)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--query", action="append", help="queries of parts 1 and 2 (repeatable)")
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: cold,serve,rebuild")

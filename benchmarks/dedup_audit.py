@@ -16,8 +16,9 @@ import textwrap
 import time
 
 import opencc
-from evalsets import CROSS_SETS, ROOT, SHARED_SETS, available, documents, load
+from evalsets import CROSS_SETS, SHARED_SETS, available, documents, load
 
+from hanrag.bundled import SAMPLE_CONFIG, SAMPLE_CORPUS
 from hanrag.chunking import chunk_document
 from hanrag.config import Config, load_config
 from hanrag.index.dedup import mark_duplicates
@@ -30,9 +31,9 @@ def corpora(cfg: Config):  # noqa: ANN201
     for name in available([*SHARED_SETS, "korquad1_ko", "cmrc2018_zh", *CROSS_SETS]):
         prepared = prepare_documents(documents(load(name)), [], cfg)
         yield name, [c for d in prepared.indexable for c in chunk_document(d, cfg.chunking)]
-    sample_cfg = load_config(ROOT / "examples" / "hanrag.toml")  # the sample is ai-draft: included there
-    prepared = prepare_corpus(ROOT / "examples" / "corpus", sample_cfg)
-    yield "examples/corpus", [c for d in prepared.indexable for c in chunk_document(d, sample_cfg.chunking)]
+    sample_cfg = load_config(SAMPLE_CONFIG)  # the sample is ai-draft: included there
+    prepared = prepare_corpus(SAMPLE_CORPUS, sample_cfg)
+    yield "the bundled sample", [c for d in prepared.indexable for c in chunk_document(d, sample_cfg.chunking)]
 
 
 def side_by_side(a: str, b: str, width: int = 58) -> str:

@@ -8,6 +8,11 @@ is atomic: no chunk spans two sections and overlap never crosses one. A section 
 only heading lines (``# 스크랩 모음`` right above ``## 첫 글``) is not a section of its own:
 it joins the section that follows, so a heading is never indexed without its text.
 
+Pages: a document with ``page_starts`` (a PDF) has a hard chunk border at every page start
+as well: a section that runs over a page break is cut there into parts that keep its index
+and headings, no chunk or overlap crosses the break, and ``Chunk.page`` is the one page the
+chunk's text comes from (a citation of page 1 never holds page-2 text).
+
 Level 2, blocks: paragraphs separated by blank lines; a fenced code block, a table (lines
 starting with ``|``) and a heading line are blocks of their own.
 
@@ -378,6 +383,23 @@ def _page(doc: Document, start: int) -> int | None:
     return max(1, bisect.bisect_right(doc.page_starts, start))
 
 
+def _page_parts(doc: Document, section: Section) -> list[Section]:
+    """``section`` cut at every page start inside it (trimmed, empty parts dropped).
+
+    The parts keep the section's index and headings: a chapter that runs onto the next page is
+    still one section for its heading path and chunk ids, only its chunks stop at the page.
+    """
+    inner = [p for p in doc.page_starts if section.start < p < section.end]
+    if not inner:
+        return [section]
+    parts: list[Section] = []
+    for lo, hi in zip([section.start, *inner], [*inner, section.end], strict=True):
+        s, e = _trim(doc.text, lo, hi)
+        if s < e:
+            parts.append(Section(section.index, s, e, section.headings))
+    return parts
+
+
 def chunk_document(doc: Document, cfg: ChunkingConfig) -> list[Chunk]:
     """Cut one document into chunks (in document order); see the module docstring."""
     if cfg.chunk_size < 1 or not 0 <= cfg.overlap < max(1, cfg.chunk_size // 2 + 1):
@@ -386,7 +408,8 @@ def chunk_document(doc: Document, cfg: ChunkingConfig) -> list[Chunk]:
     chunks: list[Chunk] = []
     seen: dict[str, int] = {}
     for section in split_sections(text, cfg.heading_level):
-        for start, end in _spans(text, section, cfg):
+        spans = [span for part in _page_parts(doc, section) for span in _spans(text, part, cfg)]
+        for start, end in spans:
             piece = text[start:end]
             cid = chunk_id(doc.doc_id, section.index, piece)
             seen[cid] = seen.get(cid, 0) + 1

@@ -14,8 +14,17 @@ a TAB must be a single word (a common mistake is separating columns with spaces)
 
 Several lexicons may be active (``[lexicon] paths``); bundled ones are named
 ``saju`` (Korean → Hanja, traditional and simplified) and ``it`` (Korean ↔ English)
-and live in ``<repo>/lexicons/NAME.tsv``. Relative paths resolve against the config
+and ship inside the package as ``hanrag/lexicons/NAME.tsv``. Relative paths resolve against the config
 file's folder.
+
+Hangul terms are found on morpheme borders only (:meth:`Lexicon.find_terms` with a ``border`` test, which
+the query analyser answers with Kiwi): a term may carry particles and endings (갑목이, 배포를, 롤백하는) but is
+never taken out of another word (인가 in 무엇인가요, 득세 in 취득세).
+
+A lexicon may name its terms that are also ordinary Korean words with a different everyday sense, on
+``#!homographs`` lines (the bundled ``saju``: 지지 支持 beside 地支, 연주 演奏, 정관 定款, 세운 from 세우다).
+Such a term counts in a query only beside one of that lexicon's terms that is not a homograph (천간과 지지),
+so "정부를 지지하는 여론" is not a Saju question.
 
 Expansion direction: a term expands to all its equivalents; an equivalent expands
 back to the term(s) listing it (甲木 → 갑목), not to its siblings, so Redis does not
@@ -28,17 +37,22 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hanrag.bundled import LEXICON_DIR
+
 if TYPE_CHECKING:
     from hanrag.config import Config
 
-BUNDLED_DIR = Path(__file__).resolve().parent.parent / "lexicons"
+BUNDLED_DIR = LEXICON_DIR
 MIN_TERM_CHARS = 2
 _LATIN = re.compile(r"[0-9A-Za-z]")
+_HANGUL = re.compile(r"[\uac00-\ud7a3]")
+# given the folded query text, a test of whether a Hangul span (start, end) stands on morpheme borders
+Border = Callable[[str], Callable[[int, int], bool]]
 
 
 class LexiconError(ValueError):
@@ -61,8 +75,20 @@ def resolve_lexicon_path(name: str, base_dir: str | Path | None = None) -> Path:
     return p
 
 
-def parse_lexicon(path: Path) -> dict[str, list[str]]:
-    """Read one lexicon file into term -> equivalents, raising LexiconError with line numbers."""
+HOMOGRAPHS_DIRECTIVE = "#!homographs"
+
+
+def lexicon_homographs(path: Path) -> set[str]:
+    """The words a file lists on its ``#!homographs`` lines (space-separated)."""
+    out: set[str] = set()
+    for line in _read_lexicon_text(path).splitlines():
+        line = unicodedata.normalize("NFKC", line).strip()
+        if line.startswith(HOMOGRAPHS_DIRECTIVE):
+            out.update(w.casefold() for w in line[len(HOMOGRAPHS_DIRECTIVE):].split())
+    return out
+
+
+def _read_lexicon_text(path: Path) -> str:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -74,6 +100,12 @@ def parse_lexicon(path: Path) -> dict[str, list[str]]:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise LexiconError(f"{path}:{line}: not valid UTF-8 (byte {exc.start})") from None
+    return text
+
+
+def parse_lexicon(path: Path) -> dict[str, list[str]]:
+    """Read one lexicon file into term -> equivalents, raising LexiconError with line numbers."""
+    text = _read_lexicon_text(path)
     entries: dict[str, list[str]] = {}
     first_line: dict[str, int] = {}
     for n, line in enumerate(text.splitlines(), 1):
@@ -103,6 +135,9 @@ def parse_lexicon(path: Path) -> dict[str, list[str]]:
 class Lexicon:
     entries: dict[str, list[str]] = field(default_factory=dict)  # term -> equivalents
     sources: tuple[str, ...] = ()
+    # casefolded: the terms and equivalents of lexicons that list homographs, and those homographs
+    context_forms: frozenset[str] = frozenset()
+    homographs: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         self._forward: dict[str, list[str]] = {}
@@ -127,13 +162,23 @@ class Lexicon:
         """Load and merge lexicons (later files add equivalents to terms of earlier ones)."""
         merged: dict[str, list[str]] = {}
         sources = []
+        context: set[str] = set()
+        homographs: set[str] = set()
         for name in paths:
             p = resolve_lexicon_path(str(name), base_dir)
             sources.append(str(p))
-            for term, equivs in parse_lexicon(p).items():
+            entries = parse_lexicon(p)
+            for term, equivs in entries.items():
                 cur = merged.setdefault(term, [])
                 cur.extend(e for e in equivs if e not in cur)
-        return cls(merged, tuple(sources))
+            listed = lexicon_homographs(p)
+            forms = {w.casefold() for t, eq in entries.items() for w in (t, *eq)}
+            if unknown := sorted(listed - forms):
+                raise LexiconError(f"{p}: #!homographs names words that are not in the lexicon: {', '.join(unknown)}")
+            if listed:
+                context.update(forms)
+                homographs.update(listed)
+        return cls(merged, tuple(sources), frozenset(context), frozenset(homographs))
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -149,21 +194,30 @@ class Lexicon:
         out.extend(t for t in self._reverse.get(k, []) if t not in out)
         return out
 
-    def find_terms(self, text: str) -> list[str]:
-        """Known terms (≥ 2 chars) in ``text``, longest first among overlaps, reported in text order.
+    def find_terms(self, text: str, border: Border | None = None) -> list[str]:
+        """Known terms (≥ 2 chars) in ``text``, longest first among overlaps, reported in text order."""
+        return [surface for _, _, surface in self.find_spans(text, border)]
 
-        Han and Hangul terms match anywhere (Korean glues particles on: 갑목이); a term
-        with Latin letters must stand alone (auth is not found inside author).
-        """
+    def find_spans(self, text: str, border: Border | None = None) -> list[tuple[int, int, str]]:
+        """``(start, end, term as written in the lexicon)`` of each term found, offsets into the NFKC-casefolded
+        text, in text order.
+
+        A term with Latin letters must stand alone (auth is not found inside author). A Hangul term is taken
+        where ``border(folded_text)(start, end)`` allows it (the query analyser passes Kiwi's morpheme
+        borders); without ``border`` it matches anywhere, which only callers with no morphology want.
+        Candidates are tested before the longest-first choice, so a rejected long one never hides a shorter
+        term that stands on its own."""
         if not self._findable:
             return []
         folded = unicodedata.normalize("NFKC", text).casefold()
         n = len(folded)
+        allowed = border(folded) if border is not None and _HANGUL.search(folded) else None
         cands: list[tuple[int, int]] = []
         for i in range(n):
             for j in range(min(n, i + self._max_len), i + MIN_TERM_CHARS - 1, -1):
                 s = folded[i:j]
-                if s in self._findable and self._latin_ok(folded, i, j):
+                if s in self._findable and self._latin_ok(folded, i, j) and (
+                        allowed is None or not _HANGUL.search(s) or allowed(i, j)):
                     cands.append((i, j))
         # longest first; at equal length the leftmost; then keep non-overlapping ones
         cands.sort(key=lambda c: (-(c[1] - c[0]), c[0]))
@@ -174,7 +228,7 @@ class Lexicon:
                 taken[i:j] = b"\x01" * (j - i)
                 chosen.append((i, j))
         chosen.sort()
-        return [self._surface[folded[i:j]] for i, j in chosen]
+        return [(i, j, self._surface[folded[i:j]]) for i, j in chosen]
 
     @staticmethod
     def _latin_ok(text: str, i: int, j: int) -> bool:

@@ -18,6 +18,18 @@ Provenance = Literal["human", "ai-draft"]
 Lang = Literal["ko", "zh", "en"]
 SearchMode = Literal["hybrid", "bm25", "dense"]
 SEARCH_MODES: tuple[str, ...] = typing.get_args(SearchMode)
+PROVENANCES: tuple[str, ...] = typing.get_args(Provenance)
+
+
+def check_query(query: str, max_chars: int) -> str:
+    """The one query-length rule of the CLI, the HTTP server and MCP (``server.max_query_chars``): ValueError
+    for a blank query or one longer than ``max_chars``."""
+    if not query.strip():
+        raise ValueError("the query is blank")
+    if len(query) > max_chars:
+        raise ValueError(f"the query is {len(query):,} characters long; the limit is {max_chars:,} "
+                         "(server.max_query_chars)")
+    return query
 
 
 def check_mode(mode: str) -> SearchMode:

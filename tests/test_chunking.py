@@ -3,6 +3,7 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hanrag.bundled import SAMPLE_CORPUS
 from hanrag.chunking import chunk_document, is_grapheme_boundary, safe_cut, split_sections
 from hanrag.config import ChunkingConfig, Config
 from hanrag.records import Document
@@ -168,11 +169,10 @@ def test_a_paragraph_between_rules_is_not_front_matter():
 
 
 def test_sample_corpus_config_chunks():
-    from pathlib import Path
 
     from hanrag.validate import prepare_corpus
 
-    root = Path(__file__).resolve().parent.parent / "examples" / "corpus"
+    root = SAMPLE_CORPUS
     cfg = Config()
     prepared = prepare_corpus(root, cfg)
     for d in prepared.documents:

@@ -3,10 +3,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from hanrag.bundled import SAMPLE_CONFIG, SAMPLE_CORPUS
 from hanrag.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples" / "corpus"
+EXAMPLES = SAMPLE_CORPUS
 runner = CliRunner()
 
 
@@ -26,7 +27,7 @@ def test_chunk_writes_utf8_jsonl_and_leaves_corpus_alone(tmp_path):
     before = nosrc.read_bytes()
     out = tmp_path / "chunks.jsonl"
     result = runner.invoke(app, ["chunk", str(EXAMPLES), "--out", str(out), "--config",
-                                 str(ROOT / "examples" / "hanrag.toml")])
+                                 str(SAMPLE_CONFIG)])
     assert result.exit_code == 0, result.output
     lines = out.read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines]
@@ -37,11 +38,13 @@ def test_chunk_writes_utf8_jsonl_and_leaves_corpus_alone(tmp_path):
     assert nosrc.read_bytes() == before
 
 
-def test_demo_summary_json(tmp_path):
-    args = ["demo", str(EXAMPLES), "--json", "--index", str(tmp_path / "ix"),
-            "--config", str(ROOT / "examples" / "hanrag.toml")]
-    result = runner.invoke(app, args)
+def test_demo_summary_json(tmp_path, monkeypatch):
+    """`hanrag demo` alone, from any folder: the sample bundled in the package, with its own config, built into
+    index/demo there."""
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["demo", "--json"])
     assert result.exit_code == 0, result.output
+    assert (tmp_path / "index" / "demo" / "CURRENT").is_file()
     out = json.loads(result.stdout)
     summary = out["corpus"]
     assert out["build"]["chunks"] == summary["chunks"]

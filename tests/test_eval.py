@@ -52,12 +52,13 @@ def test_chart_plots_differences_to_bm25_in_distinct_colours_with_the_legend_out
     results = {label: {"a": {"ndcg@10": v}, "b": {"ndcg@10": v + 0.1}}
                for label, v in [("bm25", 0.60), ("dense", 0.62), ("calibrated", 0.65), *((f"row{i}", 0.6) for i in
                                                                                          range(25))]}
-    sets, base, series = chart_series(results)
+    sets, base, series = chart_series(results, all_rows=True)
     assert sets == ["a", "b"] and base == {"a": 0.60, "b": 0.70}
     assert "bm25" not in [s.label for s in series]
     calibrated = next(s for s in series if s.label == "calibrated")
     assert calibrated.values == (0.65 - 0.60, 0.75 - 0.70)
     assert len({s.colour for s in series}) == len(series) == 27  # more rows than tab20 has colours
+    assert [s.label for s in chart_series(results)[2]] == ["dense", "calibrated"]  # by default, the rows that matter
     fig = chart_figure(results, "t")
     fig.canvas.draw()
     ax = fig.axes[0]

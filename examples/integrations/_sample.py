@@ -1,4 +1,4 @@
-"""Shared by the examples: the sample corpus (examples/corpus) built into an index, incrementally.
+"""Shared by the examples: the sample corpus bundled with hanrag built into an index, incrementally.
 
 Each example takes ``--index DIR`` (default ``index/demo``, the folder ``make demo`` builds); the build
 is incremental, so after the first run it only checks the corpus. Everything runs offline.
@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 
 import hanrag
+from hanrag.bundled import SAMPLE_CONFIG, SAMPLE_CORPUS
 
-EXAMPLES = Path(__file__).resolve().parent.parent
-CORPUS = EXAMPLES / "corpus"
-CONFIG = EXAMPLES / "hanrag.toml"
+CORPUS = SAMPLE_CORPUS
+CONFIG = SAMPLE_CONFIG
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the bundled model; never a hub
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # Haystack reports pipeline runs unless told not to

@@ -3,7 +3,7 @@
     from haystack import Pipeline
     from hanrag.integrations.haystack import HanragRetriever
     pipe = Pipeline()
-    pipe.add_component("retriever", HanragRetriever("index/demo", config="examples/hanrag.toml", top_k=5))
+    pipe.add_component("retriever", HanragRetriever("index/demo", config="hanrag.toml", top_k=5))
     docs = pipe.run({"retriever": {"query": "갑목 용신"}})["retriever"]["documents"]
 
 ``run(query, top_k, filters)`` returns ``{"documents": [haystack.Document]}``: ``id`` the chunk id,

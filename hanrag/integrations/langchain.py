@@ -1,7 +1,7 @@
 """LangChain retriever over a hanrag index (``pip install 'hanrag[langchain]'``).
 
     from hanrag.integrations.langchain import HanragRetriever
-    retriever = HanragRetriever.from_index("index/demo", "examples/hanrag.toml", k=5, filters={"lang": "ko"})
+    retriever = HanragRetriever.from_index("index/demo", "hanrag.toml", k=5, filters={"lang": "ko"})
     docs = retriever.invoke("갑목 용신")          # list[langchain_core.documents.Document]
 
 ``page_content`` is the chunk text; ``metadata`` carries the chunk and document ids, source, title,

@@ -1,7 +1,7 @@
 """LlamaIndex retriever over a hanrag index (``pip install 'hanrag[llamaindex]'``).
 
     from hanrag.integrations.llamaindex import HanragRetriever
-    retriever = HanragRetriever.from_index("index/demo", "examples/hanrag.toml", top_k=5)
+    retriever = HanragRetriever.from_index("index/demo", "hanrag.toml", top_k=5)
     nodes = retriever.retrieve("갑목 용신")          # list[NodeWithScore]
 
 Each hit is a ``NodeWithScore`` whose ``TextNode`` has the chunk id as ``id_``, the chunk text, the

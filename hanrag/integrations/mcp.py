@@ -31,7 +31,7 @@ import hmac  # noqa: E402 - after the one-line missing-extra check
 import threading  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Annotated, Any, Literal  # noqa: E402
+from typing import Annotated, Any  # noqa: E402
 
 import anyio  # noqa: E402
 from mcp.server.mcpserver import MCPServer  # noqa: E402
@@ -131,6 +131,7 @@ def create_server(index: Index, cfg: Config, *, reload_every: float = RELOAD_EVE
     max_chars, max_top_k, max_glob = _limits(cfg)
     filters_model = make_filters_model(max_glob=max_glob)
     search_model = make_search_model(max_chars, max_top_k, filters_model)
+    filters_schema = {"anyOf": [filters_model.model_json_schema(), {"type": "null"}]}
     reload = _Reloader(index, reload_every)
     hidden = {str(Path(index.index_dir).resolve()): "<index>", str(Path(index.index_dir).absolute()): "<index>"}
     # WARNING: the SDK logs every refused tool call at INFO; stderr is the only channel an stdio server has
@@ -160,20 +161,23 @@ def create_server(index: Index, cfg: Config, *, reload_every: float = RELOAD_EVE
             "provenance (human, ai-draft), source (a glob over the source URL or path), labels (all must match)."
         ),
     )
+    # The bounds are published in the tool's schema but checked here, by the HTTP server's request model: the
+    # SDK's own check of the signature answers a bad argument with a multi-line pydantic report and a URL,
+    # where an agent (and the person reading its log) needs one line naming the argument.
     async def search(
-        query: Annotated[str, Field(min_length=1, max_length=max_chars,
+        query: Annotated[str, Field(json_schema_extra={"minLength": 1, "maxLength": max_chars},
                                     description="the question or keywords, in Korean, Chinese or English")],
-        top_k: Annotated[int, Field(ge=1, le=max_top_k, description="how many passages to return")] = 10,
-        mode: Annotated[Literal["hybrid", "bm25", "dense"], Field(
-            description="hybrid (default, best in general); bm25 for exact words, codes and names; "
-                        "dense for paraphrases")] = "hybrid",
-        filters: Annotated[filters_model | None, Field(  # type: ignore[valid-type]
-            description="optional: only passages matching all given fields")] = None,
+        top_k: Annotated[Any, Field(json_schema_extra={"type": "integer", "minimum": 1, "maximum": max_top_k},
+                                    description="how many passages to return")] = 10,
+        mode: Annotated[Any, Field(json_schema_extra={"type": "string", "enum": ["hybrid", "bm25", "dense"]},
+                                   description="hybrid (default, best in general); bm25 for exact words, codes "
+                                               "and names; dense for paraphrases")] = "hybrid",
+        filters: Annotated[Any, Field(json_schema_extra=filters_schema,
+                                      description="optional: only passages matching all given fields")] = None,
     ) -> dict[str, Any]:
         try:  # the HTTP server's own request model: the same bounds and checks (e.g. a blank query)
             body = search_model.model_validate(
-                {"query": query, "top_k": top_k, "mode": mode, "explain": False,
-                 "filters": filters.model_dump() if filters is not None else None})
+                {"query": query, "top_k": top_k, "mode": mode, "explain": False, "filters": filters})
         except ValidationError as exc:
             raise ToolError(_validation_line(exc)) from None
         flt = body.filters.to_filters() if body.filters is not None else None
@@ -258,7 +262,7 @@ def _validation_line(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
         loc = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
-        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+        parts.append(f"{loc}: {' '.join(str(err.get('msg', 'invalid')).split())}")
     return "invalid arguments: " + "; ".join(parts)
 
 

@@ -1,7 +1,8 @@
 """PDF → text per page (pypdfium2, Apache/BSD licensed; no AGPL dependency).
 
 * Each page's text layer is extracted; the Document's ``page_starts`` records where
-  every page begins in ``text`` so the chunker can put ``page`` on each chunk.
+  every page begins in ``text``. The chunker treats each page start as a hard chunk
+  border, so every chunk's ``page`` is the one page its text comes from.
 * Running headers and footers (a line among the first or last lines of most pages,
   compared with digits masked so "Page 3 of 9" matches "Page 4 of 9") are dropped.
 * A word broken by a hyphen at a line end ("implemen-\\ntation") is joined again.

@@ -1,6 +1,7 @@
 // hanrag search inspector: plain DOM, no framework, no build step.
 // Every piece of index text is inserted with textContent (never innerHTML), so a
-// chunk's content can never run as markup.
+// chunk's content can never run as markup. Chunk text is Markdown: markdown.js turns it
+// into elements it builds itself (the same rule holds there).
 "use strict";
 
 (function () {
@@ -51,19 +52,11 @@
     return Number(x).toFixed(digits === undefined ? 3 : digits);
   }
 
-  // text with highlight spans: [{start, end, term, kind}] sorted, non-overlapping
-  function highlighted(text, spans) {
-    const frag = document.createDocumentFragment();
-    let pos = 0;
-    for (const s of spans || []) {
-      if (s.start < pos || s.end > text.length) continue;
-      if (s.start > pos) frag.append(text.slice(pos, s.start));
-      frag.append(el("mark", { class: s.kind === "expansion" ? "hl-expansion" : "hl-token", title: s.kind + ": " + s.term },
-        text.slice(s.start, s.end)));
-      pos = s.end;
-    }
-    if (pos < text.length) frag.append(text.slice(pos));
-    return frag;
+  // chunk Markdown as elements, with highlight spans [{start, end, term, kind}] (offsets into the raw text)
+  // drawn as <mark> wherever their text still shows once the Markdown markers are gone
+  function rendered(text, spans) {
+    return window.hanragMarkdown.toDom(document, text, spans, (kind, term, piece) =>
+      el("mark", { class: kind === "expansion" ? "hl-expansion" : "hl-token", title: kind + ": " + term }, piece));
   }
 
   function sourceNode(source, path) {
@@ -128,7 +121,7 @@
         const part = el("div", { class: "neighbour" + (current ? " current" : "") });
         part.append(el("div", { class: "nlabel" }, (current ? "this chunk" : (j < i ? "previous" : "next")) +
           " · " + (j + 1) + "/" + chunks.length + ((c.headings || []).length ? " · " + c.headings.join(" › ") : "")));
-        part.append(el("div", { class: "ntext" }, current ? highlighted(c.text, hit.highlights) : c.text));
+        part.append(el("div", { class: "ntext md" }, rendered(c.text, current ? hit.highlights : [])));
         box.append(part);
       }
       li.append(box);
@@ -151,7 +144,7 @@
     li.append(head);
     li.append(el("div", { class: "meta" }, sourceNode(c.source, c.path),
       (c.headings || []).length ? el("span", { class: "headings" }, c.headings.join(" › ")) : null));
-    li.append(el("div", { class: "text" }, highlighted(c.text, hit.highlights)));
+    li.append(el("div", { class: "text md" }, rendered(c.text, hit.highlights)));
     if (hit.also_in && hit.also_in.length) {
       li.append(el("div", { class: "also" }, "also in: " + hit.also_in.join(", ")));
     }

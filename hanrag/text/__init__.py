@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -77,30 +78,24 @@ class Analyzer:
         are those Kiwi gives. Missing or unreadable, it is computed with Kiwi and written once."""
         keys = sorted({rest for w in (self.lexicon.words() if self.lexicon is not None else ())
                        for rest in [split_runs(normalize(w))[2]] if HANGUL.search(rest)})
-        if not keys:
-            return {}
-        from hanrag.text.chinese import cache_dir
+        table = _cached_table(f"lexicon-ko-{self.identity_hash()}", keys,
+                              lambda: {k: list(self._ko.tokenize(k)) for k in keys})
+        return {k: tuple(v) for k, v in table.items()}
 
-        try:
-            path = cache_dir() / "analysis" / f"lexicon-ko-{self.identity_hash()}.json"
-        except OSError:
-            return {}  # no cache folder: Kiwi answers, as it would anyway
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and set(data) == set(keys) and all(
-                isinstance(v, list) and all(isinstance(t, str) for t in v) for v in data.values()
-            ):
-                return {k: tuple(v) for k, v in data.items()}
-        except (OSError, ValueError):
-            pass
-        table = {k: tuple(self._ko.tokenize(k)) for k in keys}
-        try:
-            from hanrag.fsutil import atomic_write_text
+    def term_border(self, folded: str) -> Callable[[int, int], bool]:
+        """For :meth:`hanrag.lexicon.Lexicon.find_spans`: whether ``folded[i:j]`` stands on Kiwi's morpheme
+        borders and holds nominal morphemes only, so a term keeps its particles and endings (갑목이, 롤백하는)
+        but is never cut out of another word (인가 in 무엇인가요: 이 VCP + ㄴ가 EF; 득세 in 취득세) nor read
+        out of a verb (세운 in 세종이 세운: 세우 VV)."""
+        morphs = self._ko.morphemes(folded)
 
-            atomic_write_text(path, json.dumps(table, ensure_ascii=False), mkdir=True)
-        except OSError:
-            pass
-        return table
+        def allowed(i: int, j: int) -> bool:
+            inside = [(tag, start, end) for _, tag, start, end in morphs if i <= start < j]
+            return (bool(inside) and inside[0][1] == i and any(end == j for _, _, end in inside)
+                    and all(end <= j and tag.startswith(_NOMINAL) for tag, _, end in inside)
+                    and not any(start < i < end for _, _, start, end in morphs))
+
+        return allowed
 
     def _korean(self, rest: str) -> list[str]:
         """Kiwi's tokens of ``rest``; a lexicon phrase's from the table while Kiwi is not loaded."""
@@ -186,6 +181,37 @@ def _dist_version(dist: str) -> str:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return ""
+
+
+# Kiwi tags of what a lexicon term may consist of: nouns, roots, noun prefixes and suffixes, foreign words
+_NOMINAL = ("NN", "NR", "NP", "XR", "XPN", "XSN", "SL", "SH", "SN")
+
+
+def _cached_table(name: str, keys: list[str], compute: Callable[[], dict[str, list[str]]]) -> dict[str, list[str]]:
+    """A table of Kiwi's answers for ``keys``, read from ``<cache>/analysis/NAME.json`` when it holds exactly
+    those keys, else computed and written once (no cache folder: computed every time)."""
+    from hanrag.text.chinese import cache_dir
+
+    try:
+        path = cache_dir() / "analysis" / f"{name}.json"
+    except OSError:
+        return compute()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and set(data) == set(keys) and all(
+            isinstance(v, list) and all(isinstance(t, str) for t in v) for v in data.values()
+        ):
+            return data
+    except (OSError, ValueError):
+        pass
+    table = compute()
+    try:
+        from hanrag.fsutil import atomic_write_text
+
+        atomic_write_text(path, json.dumps(table, ensure_ascii=False), mkdir=True)
+    except OSError:
+        pass
+    return table
 
 
 _CACHE: dict[str, Analyzer] = {}

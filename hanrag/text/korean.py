@@ -49,5 +49,11 @@ class KoreanTokenizer:
             return []
         return self._filter(self._kiwi.tokenize(text))
 
+    def morphemes(self, text: str) -> list[tuple[str, str, int, int]]:
+        """Kiwi's morphemes of ``text`` as (form, tag, start, end), offsets into ``text``."""
+        if not text.strip():
+            return []
+        return [(t.form, t.tag, t.start, t.start + t.len) for t in self._kiwi.tokenize(text)]
+
     def tokenize_many(self, texts: list[str]) -> list[list[str]]:
         return [self._filter(toks) for toks in self._kiwi.tokenize(texts)]

@@ -53,7 +53,7 @@ def analyze_query(
     analysis = analyzer.analyze(text, lang)
     tokens = tuple(dict.fromkeys(analysis.tokens))
     weights: dict[str, float] = dict.fromkeys(tokens, 1.0)
-    terms = tuple(lexicon.find_terms(text)) if lexicon is not None else ()
+    terms = domain_terms(text, analyzer, lexicon) if lexicon is not None else ()
     expansions: dict[str, float] = {}
     sources: dict[str, str] = {}
 
@@ -80,6 +80,16 @@ def analyze_query(
     return QueryTerms(tokens, terms, tuple(expansions.items()), weights, sources)
 
 
+def domain_terms(text: str, analyzer: Analyzer, lexicon: Lexicon) -> tuple[str, ...]:
+    """The lexicon terms of a query: found on morpheme borders (:meth:`Analyzer.term_border`), and a term its
+    lexicon lists as a homograph of an ordinary word only beside one of that lexicon's terms that is not
+    (천간과 지지 is about the branches, 정부를 지지하는 여론 is not)."""
+    found = [term for _, _, term in lexicon.find_spans(text, analyzer.term_border)]
+    homograph = [t.casefold() in lexicon.homographs for t in found]
+    anchored = any(t.casefold() in lexicon.context_forms and not h for t, h in zip(found, homograph, strict=True))
+    return tuple(t for t, h in zip(found, homograph, strict=True) if anchored or not h)
+
+
 def glossary_expansions(text: str, lang: str, analyzer: Analyzer, glossary: Lexicon, weight: float,
                         taken: dict[str, float]) -> dict[str, tuple[float, str]]:
     """BM25 expansion from the index's corpus glossary (:mod:`hanrag.index.glossary`): token -> (weight,
@@ -90,7 +100,7 @@ def glossary_expansions(text: str, lang: str, analyzer: Analyzer, glossary: Lexi
     out: dict[str, tuple[float, str]] = {}
     if weight <= 0:
         return out
-    for term in glossary.find_terms(text):
+    for term in glossary.find_terms(text, analyzer.term_border):
         own = len(analyzer.analyze(term, lang).tokens)
         for equiv in glossary.equivalents(term):
             toks = analyzer.analyze(equiv, lang).tokens

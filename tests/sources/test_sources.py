@@ -1,10 +1,11 @@
 from pathlib import Path
 
+from hanrag.bundled import SAMPLE_CORPUS
 from hanrag.config import Config, CorpusConfig
 from hanrag.sources import READERS, read_corpus
 from hanrag.sources.files import decode_bytes, find_sources, tier_for
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "corpus"
+EXAMPLES = SAMPLE_CORPUS
 
 
 def write(root: Path, rel: str, data: str | bytes) -> Path:

@@ -1,0 +1,148 @@
+"""The inspector renders a chunk's Markdown (bold, lists, code, links, tables) and never its HTML.
+
+A real headless chromium, skipped like tests/server/test_browser.py when chromium, chromedriver or a CJK
+font is missing (and failing instead under ``make test``, which sets HANRAG_REQUIRE_BROWSER=1).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from server_util import ThreadServer, write_corpus
+
+import hanrag
+from hanrag.config import load_config
+from hanrag.server import create_app
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+REQUIRED = os.environ.get("HANRAG_REQUIRE_BROWSER") == "1"
+
+
+def _has_cjk_font() -> bool:
+    try:
+        out = subprocess.run(["fc-list", ":lang=ko"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return bool(out.strip())
+
+
+MISSING = [name for name, ok in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER),
+                                 ("a CJK font (fonts-noto-cjk)", _has_cjk_font())) if not ok]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        bool(MISSING) and not REQUIRED,
+        reason=f"not installed: {', '.join(MISSING)} (`make browser` installs them)",
+    ),
+]
+
+GEAR = """---
+title: 장비 점검
+source: https://example.org/gear
+---
+# 장비 점검
+
+## 내 장비
+
+**내 장비** 목록은 _매주_ 점검한다. <img src=x onerror=alert(1)> <img src=y onerror="window.__xss=1">
+<script>window.__xss = 2</script>
+
+- 노트북: `ThinkPad X1`
+- 모니터 [설명서](https://example.org/monitor) [나쁜 링크](javascript:alert(1))
+
+| 장비 | 수량 |
+|------|-----:|
+| 키보드 | 2 |
+
+```sh
+echo "<b>not bold</b>"
+```
+"""
+
+CONFIG = """
+[chunking]
+chunk_size = 1000
+overlap = 0
+"""
+
+
+@pytest.fixture(scope="module")
+def inspector_url(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("browser-md")
+    corpus = write_corpus(root / "corpus", {"장비.md": GEAR})
+    (root / "hanrag.toml").write_text(CONFIG, encoding="utf-8")
+    cfg = load_config(root / "hanrag.toml", env=False)
+    hanrag.build(corpus, root / "index", cfg, progress=False)
+    with ThreadServer(create_app(root / "index", cfg)) as srv:
+        yield srv.url
+
+
+@pytest.fixture()
+def driver(tmp_path: Path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                "--window-size=1280,1800", f"--user-data-dir={tmp_path / 'chrome-profile'}"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    drv = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    drv.set_page_load_timeout(60)
+    try:
+        yield drv
+    finally:
+        drv.quit()
+
+
+def test_markdown_renders_and_html_stays_text(inspector_url: str, driver) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(f"{inspector_url}/?mode=bm25&q={quote('내 장비')}")
+    WebDriverWait(driver, 60).until(ec.presence_of_element_located((By.CSS_SELECTOR, "#results li.hit")))
+    hit = driver.find_element(By.CSS_SELECTOR, "#results li.hit")
+    text = hit.find_element(By.CSS_SELECTOR, ".text")
+
+    # Markdown becomes elements; the query's highlight still lands inside the bold text
+    assert "내 장비" in [s.text for s in text.find_elements(By.CSS_SELECTOR, "strong")]
+    assert "**" not in text.text
+    assert [e.text for e in text.find_elements(By.CSS_SELECTOR, "em")] == ["매주"]
+    assert text.find_elements(By.CSS_SELECTOR, "strong mark.hl-token")
+    assert [h.text for h in text.find_elements(By.CSS_SELECTOR, "h2")] == ["내 장비"]
+    items = text.find_elements(By.CSS_SELECTOR, "ul > li")
+    assert len(items) == 2 and items[0].find_element(By.CSS_SELECTOR, "code").text == "ThinkPad X1"
+    links = text.find_elements(By.CSS_SELECTOR, "a")
+    assert [a.get_attribute("href") for a in links] == ["https://example.org/monitor"]
+    assert "[나쁜 링크](javascript:alert(1))" in text.text  # not a link: shown as written
+    cells = [c.text for c in text.find_elements(By.CSS_SELECTOR, "table td")]
+    assert cells == ["키보드", "2"]
+    assert [c.text for c in text.find_elements(By.CSS_SELECTOR, "table th")] == ["장비", "수량"]
+    assert text.find_element(By.CSS_SELECTOR, "pre code").text == 'echo "<b>not bold</b>"'
+
+    # HTML in the chunk is text: no img, script or b element anywhere in the result, nothing ran
+    assert text.find_elements(By.CSS_SELECTOR, "img, script, b") == []
+    assert driver.find_elements(By.CSS_SELECTOR, "#results img, #results script") == []
+    assert "<img src=x onerror=alert(1)>" in text.text
+    assert "<script>window.__xss = 2</script>" in text.text
+    assert driver.execute_script("return window.__xss === undefined")
+
+    # the neighbouring-chunks view renders the same way
+    hit.find_element(By.CSS_SELECTOR, "button.expand").click()
+    WebDriverWait(driver, 30).until(lambda d: hit.find_elements(By.CSS_SELECTOR, ".neighbours .neighbour"))
+    current = hit.find_element(By.CSS_SELECTOR, ".neighbours .neighbour.current .ntext")
+    assert "내 장비" in [s.text for s in current.find_elements(By.CSS_SELECTOR, "strong")]
+    assert current.find_elements(By.CSS_SELECTOR, "img") == []
+
+    severe = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+    assert severe == [], severe
