@@ -18,6 +18,8 @@ import dataclasses
 import functools
 import io
 import json
+import shlex
+import shutil
 import sys
 import traceback
 import warnings
@@ -29,15 +31,42 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from hanrag.bundled import SAMPLE_CONFIG, SAMPLE_CORPUS
 from hanrag.config import Config, ConfigError, load_config
 from hanrag.fsutil import atomic_write_jsonl, atomic_write_text
-from hanrag.records import Chunk, check_mode
+from hanrag.records import PROVENANCES, Chunk, check_mode, check_query
 
 # jieba and milvus-lite import pkg_resources, which setuptools >= 80.9 (llama-index-core needs it, see
 # pyproject's milvus extra) flags at every import: a dependency's deprecation, nothing a user can act on
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated as an API", category=UserWarning)
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="hanrag: multilingual retrieval for RAG.")
+def _conventional_help() -> None:
+    """typer 0.27+ labels a flag with its Python type (``--explain <bool>``) and writes a required argument as
+    ``{index}`` in the usage line: help reads as the usual convention does (``INDEX``, nothing after a flag).
+    Guarded: a typer without these hooks keeps its own rendering."""
+    from typer import core
+
+    option, argument = getattr(core, "TyperOption", None), getattr(core, "TyperArgument", None)
+    if option is not None and hasattr(option, "display_type_rich"):
+        typed = option.display_type_rich
+
+        def display_type_rich(self, ctx):  # noqa: ANN001, ANN202 - typer's own signature
+            return None if getattr(self, "is_flag", False) and self.metavar is None else typed(self, ctx)
+
+        option.display_type_rich = display_type_rich
+    if argument is not None and hasattr(argument, "_usage_display_name"):
+
+        def usage_name(self) -> str:  # noqa: ANN001
+            name = (self.metavar or self.name or "").upper()
+            name = name if self.required else f"[{name}]"
+            return name + ("..." if self.nargs != 1 else "")
+
+        argument._usage_display_name = usage_name
+
+
+_conventional_help()
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown",
+                  help="hanrag: multilingual retrieval for RAG.")
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)  # an error stays one line, whatever the terminal width
 
@@ -49,8 +78,20 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable JSON out
 _state = {"debug": False}
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from hanrag import __version__
+
+        print(f"hanrag {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(debug: Annotated[bool, typer.Option("--debug", help="show tracebacks")] = False) -> None:
+def _main(
+    debug: Annotated[bool, typer.Option("--debug", help="show tracebacks")] = False,
+    version: Annotated[bool, typer.Option("--version", help="print the version and exit", is_eager=True,
+                                          callback=_print_version)] = False,
+) -> None:
     _state["debug"] = debug
 
 
@@ -91,7 +132,8 @@ _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 def _check_corpus_path(path: Path) -> None:
     if not path.exists():
-        fail(f"{path}: no such file or folder", "give the corpus folder, e.g. examples/corpus")
+        fail(f"{path}: no such file or folder",
+             "give the corpus folder (`hanrag demo` alone runs on the bundled sample)")
 
 
 def render_findings(findings: list | tuple, title: str = "findings") -> None:
@@ -225,7 +267,6 @@ def render_corpus_summary(summary: dict) -> None:
         )
 
 
-SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 DEMO_QUERIES = ("갑목 인월 용신", "甲木 用神", "쿠버네티스 배포 롤백", "deployment rollback", "도화살", "五行相生",
                 "who invented the Korean alphabet")
 
@@ -249,6 +290,26 @@ def example_queries(chunks: list[Chunk], n: int = 5) -> tuple[str, ...]:
     return tuple(out)
 
 
+def demo_index_dir(corpus: Path) -> Path:
+    """Where ``hanrag demo`` builds by default: one folder per corpus, so a second corpus never overwrites
+    the first one's index."""
+    if _is_sample(corpus):
+        return Path("index") / "demo"
+    return Path("index") / (corpus.resolve().name or "corpus")
+
+
+def self_command() -> str:
+    """How the user reaches this program from the shell: ``hanrag`` when that is on PATH, else the path it was
+    started by (``.venv/bin/hanrag``), else ``python -m hanrag`` with this interpreter."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if Path(argv0).name == "hanrag":
+        found = shutil.which("hanrag")
+        if found and Path(found).resolve() == Path(argv0).resolve():
+            return "hanrag"
+        return shlex.quote(argv0)
+    return f"{shlex.quote(sys.executable)} -m hanrag"
+
+
 def _is_sample(corpus: Path) -> bool:
     try:
         return corpus.resolve() == SAMPLE_CORPUS
@@ -258,9 +319,11 @@ def _is_sample(corpus: Path) -> bool:
 
 @app.command()
 def demo(
-    corpus: Annotated[Path, typer.Argument(help="corpus folder (default: the bundled sample)")] = Path(
-        "examples/corpus"),
-    index: Annotated[Path, typer.Option("--index", "-i", help="index folder to build or update")] = Path("index/demo"),
+    corpus: Annotated[Path | None, typer.Argument(
+        help="corpus folder (default: the sample corpus bundled with hanrag)", show_default=False)] = None,
+    index: Annotated[Path | None, typer.Option(
+        "--index", "-i", help="index folder to build or update (default: index/demo for the sample, "
+        "index/NAME for a corpus folder NAME)", show_default=False)] = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=20, help="hits shown per query")] = 3,
     query: Annotated[list[str] | None, typer.Option(
         "--query", help="query to run (repeatable; default: the sample's queries, or headings of your corpus)")] = None,
@@ -272,6 +335,13 @@ def demo(
     from hanrag.index.build import build_index
     from hanrag.index.store import IndexBuildError
 
+    sample_config = corpus is None and config is None
+    if corpus is None:
+        corpus = SAMPLE_CORPUS
+        # the sample is tagged ai-draft throughout: its own config includes it (an explicit --config wins)
+        config = config or SAMPLE_CONFIG
+    if index is None:
+        index = demo_index_dir(corpus)
     cfg = load(config)
     _check_corpus_path(corpus)
     prepared, chunks, summary = demo_corpus(corpus, cfg)
@@ -292,9 +362,14 @@ def demo(
     for q in queries:
         res = idx.search_result(q, top_k=top_k, explain=True)  # the plan as used, weak-lexical switch included
         answers.append((q, res.plan, res.hits))
-    serve_cmd = f"hanrag serve {index}" + (f" --config {config}" if config else "") + f" --corpus {corpus}"
-    search_cmd = f'hanrag search {index} "{queries[0] if queries else "your question"}" --explain' + (
-        f" --config {config}" if config else "")
+    me = self_command()
+    # the sample's config only lets its ai-draft files in: searching and serving the built index need none of it,
+    # and a path into site-packages is no command to copy
+    conf = f" --config {shlex.quote(str(config))}" if config and not sample_config else ""
+    serve_cmd = f"{me} serve {shlex.quote(str(index))}{conf}" + (
+        "" if sample_config else f" --corpus {shlex.quote(str(corpus))}")
+    first = queries[0] if queries else "your question"
+    search_cmd = f"{me} search {shlex.quote(str(index))} {shlex.quote(first)} --explain{conf}"
     if json_out:
         print_json({
             "corpus": summary,
@@ -447,6 +522,8 @@ def _not_an_index_hint(index: Path, cfg: Config) -> str:
                 target = Path("index") / f"{name}-index"
             return (f"{index} looks like a corpus folder, not an index: build an index from it with "
                     f"`hanrag build {index} --index {target}`, then search {target}")
+    if not (index / "CURRENT").exists() and not (index / "snapshots").exists():
+        return f"no index was built there: build one with `hanrag build CORPUS --index {index}`"
     return f"rebuild it with `hanrag build CORPUS --index {index}`"
 
 
@@ -589,6 +666,21 @@ def _filters(lang: list[str] | None, tier: list[int] | None, provenance: list[st
     return None if f.is_empty() else f
 
 
+def _filter_problem(lang: list[str] | None, tier: list[int] | None, provenance: list[str] | None) -> str | None:
+    """What is wrong with the filter options, in one line, or None (a value no chunk can have is an error,
+    not a silent "no hits")."""
+    for lg in lang or ():
+        if lg not in ("ko", "zh", "en"):
+            return f"--lang must be ko, zh or en, got {lg!r}"
+    for pv in provenance or ():
+        if pv not in PROVENANCES:
+            return f"--provenance must be {' or '.join(PROVENANCES)}, got {pv!r}"
+    for t in tier or ():
+        if t < 0:
+            return f"--tier must be 0 or more (the leading number of a top-level folder), got {t}"
+    return None
+
+
 @app.command()
 def search(
     index: Annotated[Path, typer.Argument(help="index folder (from `hanrag build`)")],
@@ -621,10 +713,13 @@ def search(
         check_mode(mode)
     except ValueError as exc:
         fail(f"--{exc}")
-    for lg in lang or ():
-        if lg not in ("ko", "zh", "en"):
-            fail(f"--lang must be ko, zh or en, got {lg!r}")
+    if problem := _filter_problem(lang, tier, provenance):
+        fail(problem)
     cfg = load(config)
+    try:
+        check_query(query, cfg.server.max_query_chars)
+    except ValueError as exc:
+        fail(str(exc), "shorten the query, or raise server.max_query_chars in hanrag.toml")
     if backend is not None:
         if backend not in ("embedded", "milvus"):
             fail(f"--backend must be embedded or milvus, got {backend!r}")
@@ -671,7 +766,8 @@ def relayed_search(argv: list[str], cwd: str, environ: dict[str, str], term: dic
         config = base / "hanrag.toml"
     try:
         check_mode(p["mode"])
-        if any(lg not in ("ko", "zh", "en") for lg in p["lang"] or ()):
+        check_query(p["query"], index.config.server.max_query_chars)
+        if _filter_problem(p["lang"], p["tier"], p["provenance"]):
             return None
         stamp = None
         if config is not None:
@@ -791,14 +887,29 @@ def eval_cmd(
     out: Annotated[Path, typer.Option("--out", help="folder for report.md, report.json, chart.png")] = Path(
         "eval-report"
     ),
+    per_query: Annotated[bool, typer.Option(
+        "--per-query", help="also print each query's rank under each configuration and the queries they "
+        "disagree on most (report.md and report.json always have them)")] = False,
+    chart_all: Annotated[bool, typer.Option(
+        "--chart-all", help="chart every configuration, not only bm25, dense, hanrag default and the best others")
+                         ] = False,
     json_out: JsonOpt = False,
     config: ConfigOpt = None,
 ) -> None:
     """Ablations (bm25, dense, each fusion, presets, +rerank) with nDCG@10, MRR@10, R@10, R@100."""
-    from hanrag.eval import evaluate_sets, judged_task, markdown_report, run_ablations, write_report
+    from hanrag.eval import (
+        evaluate_sets,
+        judged_task,
+        markdown_report,
+        per_query_markdown,
+        per_query_report,
+        run_ablations,
+        write_report,
+    )
 
     cfg = load(config)
     note = (lambda text: err_console.print(f"[dim]{escape(text)}[/]")) if not json_out else None
+    ranks: dict = {}  # set -> qid -> ranks, filled by the run: the reports carry it with or without --per-query
     if index is not None:
         if sets or mixed:
             fail("give either --index with --queries/--qrels, or eval set folders, not both")
@@ -815,21 +926,27 @@ def eval_cmd(
             return
         results = run_ablations(idx.searcher.backend, cfg, [task], embedder=idx.embedder, analyzer=idx.analyzer,
                                 lexicon=idx.lexicon, progress=(lambda label: note(f"{label} done")) if note else None,
-                                query_progress=note)
+                                query_progress=note, per_query=ranks)
         title = f"hanrag eval: {index}"
     else:
         if not sets:
             fail("give eval set folders, or --index INDEX --queries q.jsonl --qrels qrels.tsv")
         try:
-            results, title = evaluate_sets(list(sets or []), cfg, mixed=mixed, progress=note)
+            results, title = evaluate_sets(list(sets or []), cfg, mixed=mixed, progress=note, per_query=ranks)
         except (FileNotFoundError, ValueError, KeyError) as exc:
             fail(str(exc))
             return
-    paths = write_report(results, out, title)
+    paths = write_report(results, out, title, per_query=ranks, chart_all=chart_all)
     if json_out:
-        print_json({"results": results, "files": {k: str(v) for k, v in paths.items()}})
+        payload = {"results": results, "files": {k: str(v) for k, v in paths.items()}}
+        if per_query:
+            payload["per_query"] = per_query_report(ranks)
+        print_json(payload)
         return
     console.print(markdown_report(results, title).split("## mrr@10")[0], highlight=False)
+    if per_query:
+        # markup off: query text such as "[error]" is text; soft wrap: a wide table row stays one line
+        console.print(per_query_markdown(per_query_report(ranks)), markup=False, highlight=False, soft_wrap=True)
     console.print(f"wrote {paths['markdown']}, {paths['json']}, {paths['chart']}")
 
 
@@ -850,12 +967,26 @@ def build(
     """Index a corpus incrementally (only new chunk texts are embedded) and publish a snapshot atomically."""
     from hanrag.embed import EmbedderError
     from hanrag.index.build import EmptyCorpusError, build_index
-    from hanrag.index.store import IndexBuildError
+    from hanrag.index.store import IndexBuildError, published_snapshot
 
     cfg = load(config)
     _check_corpus_path(corpus)
+    before = published_snapshot(index)
     try:
         report = build_index(corpus, index, cfg, progress=not (quiet or json_out), allow_empty=allow_empty)
+    except KeyboardInterrupt:
+        # Ctrl-C: the build stopped its progress bar and saved the vectors embedded so far; say what is
+        # published now (typer would exit 130 silently). Compared with before: an interrupt that lands after
+        # the pointer switch leaves the new snapshot current
+        now = published_snapshot(index)
+        if now is None:
+            what = "no index was published"
+        elif now == before:
+            what = "the previous snapshot is still current"
+        else:
+            what = f"the new snapshot {now} was published before the interrupt"
+        err_console.print(f"interrupted: {what}", markup=False, highlight=False)
+        raise typer.Exit(130) from None
     except EmptyCorpusError as exc:
         if exc.prepared.findings and not json_out:
             render_findings([f for f in exc.prepared.findings if f.severity != "info"], title="corpus findings")

@@ -61,7 +61,7 @@ class BuildReport:
     changed: int
     removed: int
     reused: int
-    embedded: int  # texts actually sent to the embedder (cache misses)
+    embedded: int  # distinct chunk texts the index's own cache lacked (from the machine cache or newly embedded)
     timings: dict[str, float]  # seconds: total, prepare, tokenize, embedding, dedup, sparse, publish
     tokens: dict[str, Any]  # p50, p95, max, max_tokens, over_max, cut_share, truncates
     dedup: dict[str, Any]
@@ -69,6 +69,21 @@ class BuildReport:
     warnings: tuple[str, ...] = ()
     excluded: tuple[tuple[str, str], ...] = ()
     files: FileChanges | None = None  # which documents were added, changed, removed (None: not computed)
+    # of ``embedded``: the texts the machine-wide cache (hanrag.embed_cache) answered; the rest went to the model
+    from_machine_cache: int = 0
+    distinct_texts: int | None = None  # distinct chunk texts (None: as many as chunks)
+
+    @property
+    def texts(self) -> int:
+        return self.chunks if self.distinct_texts is None else self.distinct_texts
+
+    @property
+    def from_index_cache(self) -> int:
+        return max(0, self.texts - self.embedded)
+
+    @property
+    def newly_embedded(self) -> int:
+        return max(0, self.embedded - self.from_machine_cache)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +96,11 @@ class BuildReport:
             "removed": self.removed,
             "reused": self.reused,
             "embedded": self.embedded,
+            # where each distinct chunk text's vector came from; the three add up to distinct_texts
+            "distinct_texts": self.texts,
+            "from_index_cache": self.from_index_cache,
+            "from_machine_cache": self.from_machine_cache,
+            "newly_embedded": self.newly_embedded,
             "timings": self.timings,
             "tokens": self.tokens,
             "dedup": self.dedup,
@@ -94,8 +114,12 @@ class BuildReport:
         t, tok = self.timings, self.tokens
         lines = [
             f"snapshot {self.snapshot} in {self.index_dir}",
-            f"{self.documents} documents, {self.chunks} chunks; {self.embedded} chunk texts embedded, "
-            f"{self.chunks - self.embedded if self.embedded <= self.chunks else 0} from the cache",
+            f"{self.documents} documents, {self.chunks} chunks",
+            # the machine cache answers in no time: "0.0s embedding" next to "31 embedded" read as a bug
+            f"{self.chunks} chunk vectors"
+            + (f" ({self.texts} distinct texts)" if self.texts != self.chunks else "")
+            + f": {self.from_index_cache} reused from the index, {self.from_machine_cache} from the machine cache, "
+            f"{self.newly_embedded} newly embedded ({t.get('embedding', 0):.1f}s)",
             *(self.files.summary_lines() if self.files is not None else []),
             # "replaced": a document's new chunk standing where one of its old chunks was (an edit)
             f"chunks: {self.changed} replaced, {self.added} added, {self.removed} removed, {self.reused} unchanged",
@@ -169,7 +193,16 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int], Callable[[int], No
             tid = prog.add_task(desc, total=total)
             return lambda n: prog.advance(tid, n)
 
-        yield task
+        try:
+            yield task
+        except BaseException as exc:
+            # the last frame drawn says so, with its clock stopped, rather than an ETA for work that stopped
+            why = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            for t in prog.tasks:
+                if not t.finished:
+                    prog.update(t.id, description=f"{t.description} ({why})")
+                    prog.stop_task(t.id)
+            raise
 
 
 # --- the build --------------------------------------------------------------------------------
@@ -264,7 +297,9 @@ class _Vectors:
     tokens: np.ndarray  # the embedder's token count per chunk
     mean: np.ndarray | None  # mean chunk vector (float64), None for no chunks
     lang_means: dict[str, np.ndarray]  # mean chunk vector of each language
-    embedded: int  # texts sent to the embedder (cache misses)
+    embedded: int  # distinct texts the index cache lacked
+    from_machine: int  # of those, the ones the machine cache answered (not sent to the model)
+    distinct: int  # distinct texts
     seconds: float
 
 
@@ -281,23 +316,35 @@ def _embed(
         if k not in cache.index and k not in todo:
             todo[k] = c.text
     t0 = time.perf_counter()
+    # the machine cache (hanrag.embed_cache) tells which texts it holds: those cost no model time
+    missing = getattr(embedder, "missing", None)
+    from_machine = 0
     if todo:
         advance = task("embedding", len(todo))
         items = list(todo.items())
         since_checkpoint, last_save = 0, time.monotonic()
-        for s in range(0, len(items), batch):
-            part = items[s : s + batch]
-            texts = [t for _, t in part]
-            vecs = embedder.encode_passages(texts)
-            counts = [embedder.count_tokens(t) for t in texts]
-            cache.add([k for k, _ in part], vecs, counts)
-            advance(len(part))
-            since_checkpoint += len(part)
-            due = since_checkpoint >= max(CHECKPOINT_EVERY, cache.saved_rows // 4) or (
-                since_checkpoint >= CHECKPOINT_EVERY and time.monotonic() - last_save >= CHECKPOINT_SECONDS)
-            if due and s + batch < len(items):
-                cache.save(ident)  # a killed build resumes from here
-                since_checkpoint, last_save = 0, time.monotonic()
+        try:
+            for s in range(0, len(items), batch):
+                part = items[s : s + batch]
+                texts = [t for _, t in part]
+                new = len(missing(texts)) if missing is not None else len(texts)
+                vecs = embedder.encode_passages(texts)
+                counts = [embedder.count_tokens(t) for t in texts]
+                cache.add([k for k, _ in part], vecs, counts)
+                from_machine += len(texts) - new
+                advance(len(part))
+                since_checkpoint += len(part)
+                due = since_checkpoint >= max(CHECKPOINT_EVERY, cache.saved_rows // 4) or (
+                    since_checkpoint >= CHECKPOINT_EVERY and time.monotonic() - last_save >= CHECKPOINT_SECONDS)
+                if due and s + batch < len(items):
+                    cache.save(ident)  # a killed build resumes from here
+                    since_checkpoint, last_save = 0, time.monotonic()
+        except BaseException:
+            # Ctrl-C or a failing model: what was embedded since the last checkpoint is saved too, so the next
+            # build embeds none of it again (SIGKILL still loses it: that is what the checkpoints are for)
+            with contextlib.suppress(Exception):  # a full disk must not hide why the build stopped
+                cache.save(ident)
+            raise
     embed_s = time.perf_counter() - t0
     rows = np.fromiter((cache.index[k] for k in keys), np.int64, count=len(keys))
     tokens = np.asarray(cache.tokens, dtype=np.int64)[rows] if len(keys) else np.zeros(0, np.int64)
@@ -312,7 +359,7 @@ def _embed(
     lang_means = {g: sums[i] / counts[i] for i, g in enumerate(names) if counts[i]}
     if cache.prune(set(keys)) or todo:
         cache.save(ident)
-    return _Vectors(tokens, mean, lang_means, len(todo), embed_s)
+    return _Vectors(tokens, mean, lang_means, len(todo), from_machine, len(set(keys)), embed_s)
 
 
 def _write_rows(take: Callable[[np.ndarray], np.ndarray], dim: int, rows: np.ndarray, path: Path,
@@ -440,8 +487,16 @@ def build_from_chunks(
                 dtype = np.float16 if cfg.embedder.dtype == "float16" else np.float32
                 if loading is not None:
                     embedder = loading.result()
-                vec = _embed(chunks, embedder, cache_root, max(EMBED_CALL, cfg.embedder.batch_size), task,
-                             writer.path / "embeddings.npy", dtype)
+                try:
+                    vec = _embed(chunks, embedder, cache_root, max(EMBED_CALL, cfg.embedder.batch_size), task,
+                                 writer.path / "embeddings.npy", dtype)
+                except BaseException:
+                    # interrupted: the machine cache keeps what was embedded too (its atexit flush may find the
+                    # embedder already collected)
+                    if hasattr(embedder, "save"):
+                        with contextlib.suppress(Exception):
+                            embedder.save()
+                    raise
                 timings["embedding"] = vec.seconds
                 if hasattr(embedder, "save"):  # the machine cache: new vectors are shared with every index now
                     embedder.save()
@@ -515,6 +570,8 @@ def build_from_chunks(
         removed=removed,
         reused=reused,
         embedded=vec.embedded,
+        from_machine_cache=vec.from_machine,
+        distinct_texts=vec.distinct,
         timings={k: round(v, 3) for k, v in timings.items()},
         tokens=tok,
         dedup={**dedup_info, "folded": folded},

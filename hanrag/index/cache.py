@@ -110,15 +110,34 @@ class EmbeddingCache:
         return None if i is None else (self.take(np.array([i]))[0], self.tokens[i])
 
     def add(self, keys: Sequence[str], vectors: np.ndarray, tokens: Sequence[int]) -> None:
+        self._trim()
         new = [(k, i) for i, k in enumerate(keys) if k not in self.index]
         if not new:
             return
         base = len(self.index)
-        for j, (k, _) in enumerate(new):
-            self.index[k] = base + j
-        self.keys.extend(k for k, _ in new)
-        self.tokens.extend(int(tokens[i]) for _, i in new)
-        self._blocks.append(np.asarray(vectors[[i for _, i in new]], dtype=np.float32))
+        block = np.asarray(vectors[[i for _, i in new]], dtype=np.float32)
+        added = [k for k, _ in new]
+        counts = [int(tokens[i]) for _, i in new]
+        # the index is what counts (see _trim) and grows last, in one C call that Ctrl-C cannot split: an add
+        # cut short leaves only rows past it, so a build interrupted here still saves every complete row
+        self._blocks.append(block)
+        self.keys.extend(added)
+        self.tokens.extend(counts)
+        self.index.update(zip(added, range(base, base + len(added)), strict=True))
+
+    def _trim(self) -> None:
+        """Drop rows past ``len(self.index)``: what an :meth:`add` interrupted (KeyboardInterrupt) left behind."""
+        n = len(self.index)
+        if len(self.keys) == len(self.tokens) == sum(len(b) for b in self._blocks) == n:
+            return
+        del self.keys[n:], self.tokens[n:]
+        kept, rows = [], 0
+        for block in self._blocks:
+            if rows >= n:
+                break
+            kept.append(block[: n - rows])
+            rows += len(kept[-1])
+        self._blocks = kept
 
     def prune(self, keep: set[str]) -> bool:
         """Drop entries no current chunk uses once they outnumber the used ones (bounded growth)."""
@@ -136,6 +155,7 @@ class EmbeddingCache:
 
     def save(self, identity: dict[str, Any] | None = None) -> None:
         """Write the rows added since the last save as a new segment (compacting when due)."""
+        self._trim()
         compact = self._saved < 0 or len(self._files) // 2 + 1 > self.MAX_SEGMENTS
         start = 0 if compact else self._saved
         if start == len(self.index) and not compact:

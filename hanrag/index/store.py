@@ -168,8 +168,9 @@ def read_pointer(index_dir: Path) -> str | None:
     return full[0] if full else None
 
 
-def _pointer_or_none(index_dir: Path) -> str | None:
-    """The pointer for clean-up decisions: a malformed one counts as none (nothing is treated as published)."""
+def published_snapshot(index_dir: Path) -> str | None:
+    """The published snapshot's name, None without a pointer; a malformed one counts as none (nothing is
+    treated as published). For clean-up decisions and messages, never to open an index."""
     try:
         return read_pointer(index_dir)
     except IndexLoadError:
@@ -205,26 +206,66 @@ def new_snapshot_name() -> str:
 
 @contextlib.contextmanager
 def build_lock(index_dir: Path) -> Iterator[None]:
-    """One build at a time per index; the kernel drops the lock if the build is killed."""
+    """One build at a time per index; the kernel drops the lock if the build is killed.
+
+    A build that fails or is interrupted (Ctrl-C) in a folder that held no index leaves no lock file behind,
+    nor an empty ``snapshots/`` or index folder it made: only what the user had, and the cache (the vectors
+    embedded so far, so the next build resumes). Nothing is removed once a snapshot is published."""
     import fcntl
 
+    index_dir = Path(index_dir)
+    made_dir = not index_dir.exists()
     index_dir.mkdir(parents=True, exist_ok=True)
-    fh = open(index_dir / LOCK, "a+")  # noqa: SIM115 - held for the duration of the block
-    try:
+    had_index = (index_dir / POINTER).exists() or (index_dir / POINTER).is_symlink()
+    made_snapshots = not snapshots_dir(index_dir).exists()
+    path = index_dir / LOCK
+    while True:
         try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            created = True
+        except FileExistsError:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            created = False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(fd)
             raise IndexBuildError(f"{index_dir}: another build is running on this index") from None
+        # an interrupted first build removes its lock file while holding it: a lock taken on the file it
+        # removed (opened just before) would let two builds run, so lock again the file that is there now
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
         yield
+    except BaseException:
+        if created and not had_index and not (index_dir / POINTER).exists():
+            _remove_first_build_leftovers(index_dir, path, made_snapshots, made_dir)
+        raise
     finally:
-        fh.close()
+        os.close(fd)
+
+
+def _remove_first_build_leftovers(index_dir: Path, lock: Path, made_snapshots: bool, made_dir: bool) -> None:
+    """What a failed first build made and nothing else: the lock file (removed while still held, see
+    :func:`build_lock`), ``snapshots/`` and the index folder if this build made them and they are empty."""
+    with contextlib.suppress(OSError):
+        lock.unlink()
+    for made, folder in ((made_snapshots, snapshots_dir(index_dir)), (made_dir, index_dir)):
+        if made:
+            with contextlib.suppress(OSError):  # not empty (the cache, a user's file): kept
+                folder.rmdir()
 
 
 def clean_leftovers(index_dir: Path) -> list[str]:
     """Remove what a killed build left behind (call under the build lock). Returns removed names."""
     removed: list[str] = []
     d = snapshots_dir(index_dir)
-    current = _pointer_or_none(index_dir)
+    current = published_snapshot(index_dir)
     if d.is_dir():
         for p in d.iterdir():
             # temp folders, and complete snapshots renamed in but never published (killed before the switch)
@@ -241,7 +282,7 @@ def clean_leftovers(index_dir: Path) -> list[str]:
 def remove_old_snapshots(index_dir: Path, keep: int) -> list[str]:
     """Keep the ``keep`` newest snapshots, and always the one the pointer names."""
     names = list_snapshots(index_dir)
-    current = _pointer_or_none(index_dir)
+    current = published_snapshot(index_dir)
     keep_set = set(names[-max(1, keep) :]) | ({current} if current else set())
     removed = []
     for name in names:

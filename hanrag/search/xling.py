@@ -155,6 +155,15 @@ def _lookup(word: str, dictionary: dict[str, tuple[str, ...]], per_word: int = 3
     return tuple(sorted(cands, key=lambda w: (-freq.get(w, 0), cands.index(w)))[:per_word])
 
 
+def _whole_words(analysis, headword: str):  # noqa: ANN001, ANN202 - hanrag.text.Analysis
+    """``analysis`` without the one-character tokens cut out of a longer ``headword``."""
+    import dataclasses
+
+    if len(headword) < 2:
+        return analysis
+    return dataclasses.replace(analysis, tokens=tuple(t for t in analysis.tokens if len(t) > 1))
+
+
 def translate_query(text: str, analyzer, weight: float, sources: dict[str, str] | None = None,
                     readings: bool = True) -> dict[str, float]:
     """BM25 expansion (zh token -> weight) for the English words of ``text``; one word's translations share
@@ -165,7 +174,9 @@ def translate_query(text: str, analyzer, weight: float, sources: dict[str, str] 
     for word in dict.fromkeys(w.lower() for w in _EN_WORD.findall(text)):
         if word in _STOP or len(word) < 3:
             continue
-        analyses = [analyzer.analyze(w, "zh") for w in _lookup(word, dictionary)]
+        # a translation contributes whole words: a single character jieba cuts out of a longer headword
+        # (人 out of 韩国人 for "Korean") matches everything written about people, not what the word means
+        analyses = [_whole_words(analyzer.analyze(w, "zh"), w) for w in _lookup(word, dictionary)]
         # the Chinese words reach Chinese text; their Hangul readings reach Korean text, because Sino-Korean
         # vocabulary is the same Hanja word (发明 -> 발명 "invention", 人口 -> 인구): each script gets the word's
         # full weight, shared among its own forms (a chunk is written in one of them)

@@ -316,3 +316,39 @@ def test_a_model_that_fails_to_load_during_a_build_is_reported_and_the_index_kep
     assert store.current_snapshot_dir(index) == before
     assert sorted(p.name for p in (index / "snapshots").iterdir()) == [before.name]
     assert open_snapshot(index).chunks  # still opens and searches as before
+
+
+def test_the_summary_tells_the_machine_cache_from_the_index_cache_and_new_vectors(tmp_path):
+    """A fresh index folder over texts the machine cache holds: none embedded, none "from the cache" of the index."""
+    corpus = tmp_path / "corpus"
+    write_corpus(corpus)
+    cfg = Config()
+    cfg.embedder.cache_dir = str(tmp_path / "machine")  # a machine cache of this test's own (as HANRAG_CACHE_DIR)
+    first = build_index(corpus, tmp_path / "one", cfg, progress=False)
+    n = first.chunks
+    assert (first.from_index_cache, first.from_machine_cache, first.newly_embedded) == (0, 0, n)
+    other = build_index(corpus, tmp_path / "two", cfg, progress=False)  # a fresh folder, the same machine cache
+    assert (other.from_index_cache, other.from_machine_cache, other.newly_embedded) == (0, n, 0)
+    line = f"{n} chunk vectors: 0 reused from the index, {n} from the machine cache, 0 newly embedded ("
+    assert any(s.startswith(line) for s in other.summary_lines()), other.summary_lines()
+    d = other.to_dict()
+    assert d["embedded"] == n  # as before: the texts the index's own cache lacked
+    assert (d["distinct_texts"], d["from_index_cache"], d["from_machine_cache"], d["newly_embedded"]) == (n, 0, n, 0)
+    again = build_index(corpus, tmp_path / "two", cfg, progress=False)
+    assert (again.from_index_cache, again.from_machine_cache, again.newly_embedded, again.embedded) == (n, 0, 0, 0)
+    assert f"{n} chunk vectors: {n} reused from the index, 0 from the machine cache, 0 newly embedded (" in "\n".join(
+        again.summary_lines())
+
+
+def test_the_summary_counts_distinct_texts(tmp_path):
+    """Two chunks of one text are one vector to embed: the counts add up to the distinct texts, which it names."""
+    cfg = Config()
+    cfg.embedder.cache = False
+    rollback = "롤백은 kubectl rollout undo 로 한다."
+    texts = [rollback, "JWT carries signed claims.", rollback]
+    chunks = [Chunk(chunk_id=f"c{i}", doc_id=f"d{i}", text=t, start=0, end=len(t), lang="ko")
+              for i, t in enumerate(texts)]
+    report = build_from_chunks(chunks, tmp_path / "ix", cfg, progress=False)
+    assert (report.texts, report.from_index_cache, report.from_machine_cache, report.newly_embedded) == (2, 0, 0, 2)
+    assert any(s.startswith("3 chunk vectors (2 distinct texts): 0 reused from the index, 0 from the machine cache, "
+                            "2 newly embedded (") for s in report.summary_lines()), report.summary_lines()

@@ -80,3 +80,17 @@ def test_korean_alphabet_question_translates_to_common_senses_only(analyzer):
     assert not {"棒子", "思密达", "杜撰"} & set(out)
     assert "发明" in out and "字母表" in out
     assert translate_query("how do you make it", analyzer, 6.0) == {}  # function words are not translated
+
+
+def test_translations_are_whole_words(analyzer):
+    """A single character jieba cuts out of a longer headword is not a translation: "Korean" is 韩国 (and its
+    reading 한국), never 人 out of 韩国人, which matched every passage about people; "VPN" is not 微 劈 恩."""
+    from hanrag.search.xling import translate_query
+
+    sources: dict[str, str] = {}
+    out = translate_query("who created the Korean alphabet", analyzer, 1.0, sources)
+    assert "韩国" in out and "한국" in out
+    assert "人" not in out
+    assert not [t for t, src in sources.items() if src == "vpn" and len(t) < 2]
+    vpn = translate_query("what to do when the VPN does not connect", analyzer, 1.0, sources)
+    assert not {"微", "劈", "恩"} & set(vpn)
