@@ -22,7 +22,7 @@ the query analyser answers with Kiwi): a term may carry particles and endings (�
 never taken out of another word (인가 in 무엇인가요, 득세 in 취득세).
 
 A lexicon may name its terms that are also ordinary Korean words with a different everyday sense, on
-``#!homographs`` lines (the bundled ``saju``: 지지 支持 beside 地支, 연주 演奏, 정관 定款, 세운 from 세우다).
+``#!homographs`` lines (the bundled ``saju``: 지지 支持 beside 地支, 연주 演奏, 상관 相關, 세운 from 세우다).
 Such a term counts in a query only beside one of that lexicon's terms that is not a homograph (천간과 지지),
 so "정부를 지지하는 여론" is not a Saju question.
 
