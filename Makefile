@@ -49,8 +49,9 @@ dist: venv
 	$(VENV)/bin/twine check --strict dist/*
 
 # what a user gets from pip: the wheel in a fresh environment outside the checkout, run from another folder
-WHEEL_ENV ?= $(shell mktemp -d)
+WHEEL_ENV ?= /tmp/hanrag-wheel-check
 wheel-check: dist
+	rm -rf $(WHEEL_ENV) && mkdir -p $(WHEEL_ENV)
 	python3 -m venv $(WHEEL_ENV)/venv
 	$(WHEEL_ENV)/venv/bin/pip install -q dist/hanrag-*.whl
 	cd $(WHEEL_ENV) && venv/bin/hanrag --version
