@@ -7,41 +7,17 @@ piece fails the test rather than letting the suite pass without it.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from browser_util import BROWSER_MARKS, MISSING, chrome
 from server_util import TEST_CONFIG, ThreadServer, write_corpus
 
 import hanrag
 from hanrag.config import load_config
 from hanrag.server import create_app
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-REQUIRED = os.environ.get("HANRAG_REQUIRE_BROWSER") == "1"
-
-
-def _has_cjk_font() -> bool:
-    try:
-        out = subprocess.run(["fc-list", ":lang=ko"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return bool(out.strip())
-
-
-MISSING = [name for name, ok in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER),
-                                 ("a CJK font (fonts-noto-cjk)", _has_cjk_font())) if not ok]
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        bool(MISSING) and not REQUIRED,
-        reason=f"not installed: {', '.join(MISSING)} (`make browser` installs them)",
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 def test_the_browser_test_can_run() -> None:
@@ -62,32 +38,8 @@ def inspector_url(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture()
 def driver(tmp_path: Path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,1800",
-        f"--user-data-dir={tmp_path / 'chrome-profile'}",
-    ):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    # Selenium Manager must not try to download a driver: the service names Debian's
-    drv = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    drv.set_page_load_timeout(60)
-    try:
+    with chrome(tmp_path / "chrome-profile") as drv:
         yield drv
-    finally:
-        drv.quit()
 
 
 def test_korean_query_highlights_and_explains(inspector_url: str, driver, tmp_path: Path) -> None:  # noqa: ANN001

@@ -6,42 +6,18 @@ font is missing (and failing instead under ``make test``, which sets HANRAG_REQU
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from browser_util import BROWSER_MARKS, chrome
 from server_util import ThreadServer, write_corpus
 
 import hanrag
 from hanrag.config import load_config
 from hanrag.server import create_app
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-REQUIRED = os.environ.get("HANRAG_REQUIRE_BROWSER") == "1"
-
-
-def _has_cjk_font() -> bool:
-    try:
-        out = subprocess.run(["fc-list", ":lang=ko"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return bool(out.strip())
-
-
-MISSING = [name for name, ok in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER),
-                                 ("a CJK font (fonts-noto-cjk)", _has_cjk_font())) if not ok]
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        bool(MISSING) and not REQUIRED,
-        reason=f"not installed: {', '.join(MISSING)} (`make browser` installs them)",
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 GEAR = """---
 title: 장비 점검
@@ -86,22 +62,8 @@ def inspector_url(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture()
 def driver(tmp_path: Path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-                "--window-size=1280,1800", f"--user-data-dir={tmp_path / 'chrome-profile'}"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    drv = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    drv.set_page_load_timeout(60)
-    try:
+    with chrome(tmp_path / "chrome-profile") as drv:
         yield drv
-    finally:
-        drv.quit()
 
 
 def test_markdown_renders_and_html_stays_text(inspector_url: str, driver) -> None:  # noqa: ANN001

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fpdf import FPDF
+from pdf_util import write_pdf
 
 from hanrag.config import Config
 from hanrag.index.build import build_index
@@ -36,14 +36,7 @@ PAGES = [
 
 
 def _pdf(path: Path) -> None:
-    pdf = FPDF()
-    pdf.set_title("Storage handbook")
-    pdf.set_subject("Source: https://docs.example.com/storage")
-    pdf.set_font("Helvetica", size=12)
-    for text in PAGES:
-        pdf.add_page()
-        pdf.multi_cell(0, 7, text)
-    pdf.output(str(path))
+    write_pdf(path, PAGES, title="Storage handbook", source="https://docs.example.com/storage")
 
 
 def test_default_extensions_build_md_html_and_pdf(tmp_path: Path) -> None:

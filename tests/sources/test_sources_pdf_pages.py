@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fpdf import FPDF
+from pdf_util import write_pdf
 
 from hanrag.chunking import chunk_document
 from hanrag.config import Config
@@ -23,14 +23,7 @@ PAGES = [
 
 
 def _two_pages(path: Path) -> Path:
-    pdf = FPDF()
-    pdf.set_subject("Source: https://docs.example.com/storage")
-    pdf.set_font("Helvetica", size=12)
-    for text in PAGES:
-        pdf.add_page()
-        pdf.multi_cell(0, 7, text)
-    pdf.output(str(path))
-    return path
+    return write_pdf(path, PAGES, source="https://docs.example.com/storage")
 
 
 def test_two_short_pages_are_two_chunks(tmp_path: Path) -> None:
@@ -52,12 +45,8 @@ def test_two_short_pages_are_two_chunks(tmp_path: Path) -> None:
 
 def test_page_border_inside_a_long_section(tmp_path: Path) -> None:
     """Pages longer than a chunk: every chunk, overlap included, lies within one page."""
-    pdf = FPDF()
-    pdf.set_font("Helvetica", size=11)
-    for n in (1, 2, 3):
-        pdf.add_page()
-        pdf.multi_cell(0, 6, " ".join(f"Page{n} sentence {i} about storage." for i in range(40)))
-    pdf.output(str(tmp_path / "long.pdf"))
+    pages = [" ".join(f"Page{n} sentence {i} about storage." for i in range(40)) for n in (1, 2, 3)]
+    write_pdf(tmp_path / "long.pdf", pages, size=11)
     doc, _ = read_pdf(tmp_path / "long.pdf", tmp_path, Config())
     assert doc is not None
     chunks = chunk_document(doc, Config().chunking)
