@@ -155,15 +155,6 @@ def _lookup(word: str, dictionary: dict[str, tuple[str, ...]], per_word: int = 3
     return tuple(sorted(cands, key=lambda w: (-freq.get(w, 0), cands.index(w)))[:per_word])
 
 
-def _whole_words(analysis, headword: str):  # noqa: ANN001, ANN202 - hanrag.text.Analysis
-    """``analysis`` without the one-character tokens cut out of a longer ``headword``."""
-    import dataclasses
-
-    if len(headword) < 2:
-        return analysis
-    return dataclasses.replace(analysis, tokens=tuple(t for t in analysis.tokens if len(t) > 1))
-
-
 def translate_query(text: str, analyzer, weight: float, sources: dict[str, str] | None = None,
                     readings: bool = True) -> dict[str, float]:
     """BM25 expansion (zh token -> weight) for the English words of ``text``; one word's translations share
@@ -174,14 +165,15 @@ def translate_query(text: str, analyzer, weight: float, sources: dict[str, str] 
     for word in dict.fromkeys(w.lower() for w in _EN_WORD.findall(text)):
         if word in _STOP or len(word) < 3:
             continue
+        analyses = [(zh, analyzer.analyze(zh, "zh")) for zh in _lookup(word, dictionary)]
         # a translation contributes whole words: a single character jieba cuts out of a longer headword
         # (人 out of 韩国人 for "Korean") matches everything written about people, not what the word means
-        analyses = [_whole_words(analyzer.analyze(w, "zh"), w) for w in _lookup(word, dictionary)]
+        words = [t for zh, a in analyses for t in a.tokens if len(t) > 1 or len(zh) == 1]
         # the Chinese words reach Chinese text; their Hangul readings reach Korean text, because Sino-Korean
         # vocabulary is the same Hanja word (发明 -> 발명 "invention", 人口 -> 인구): each script gets the word's
         # full weight, shared among its own forms (a chunk is written in one of them)
-        for toks, label in (([t for a in analyses for t in a.tokens], word),
-                            ([t for a in analyses for t in a.readings] if readings else [], f"{word} (reading)")):
+        for toks, label in ((words, word),
+                            ([t for _, a in analyses for t in a.readings] if readings else [], f"{word} (reading)")):
             toks = list(dict.fromkeys(toks))
             for t in toks:
                 w = weight / len(toks)

@@ -78,9 +78,30 @@ class Analyzer:
         are those Kiwi gives. Missing or unreadable, it is computed with Kiwi and written once."""
         keys = sorted({rest for w in (self.lexicon.words() if self.lexicon is not None else ())
                        for rest in [split_runs(normalize(w))[2]] if HANGUL.search(rest)})
-        table = _cached_table(f"lexicon-ko-{self.identity_hash()}", keys,
-                              lambda: {k: list(self._ko.tokenize(k)) for k in keys})
-        return {k: tuple(v) for k, v in table.items()}
+        if not keys:
+            return {}
+        from hanrag.text.chinese import cache_dir
+
+        try:
+            path = cache_dir() / "analysis" / f"lexicon-ko-{self.identity_hash()}.json"
+        except OSError:
+            return {}  # no cache folder: Kiwi answers, as it would anyway
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and set(data) == set(keys) and all(
+                isinstance(v, list) and all(isinstance(t, str) for t in v) for v in data.values()
+            ):
+                return {k: tuple(v) for k, v in data.items()}
+        except (OSError, ValueError):
+            pass
+        table = {k: tuple(self._ko.tokenize(k)) for k in keys}
+        try:
+            from hanrag.fsutil import atomic_write_text
+
+            atomic_write_text(path, json.dumps(table, ensure_ascii=False), mkdir=True)
+        except OSError:
+            pass
+        return table
 
     def term_border(self, folded: str) -> Callable[[int, int], bool]:
         """For :meth:`hanrag.lexicon.Lexicon.find_spans`: whether ``folded[i:j]`` stands on Kiwi's morpheme
@@ -185,33 +206,6 @@ def _dist_version(dist: str) -> str:
 
 # Kiwi tags of what a lexicon term may consist of: nouns, roots, noun prefixes and suffixes, foreign words
 _NOMINAL = ("NN", "NR", "NP", "XR", "XPN", "XSN", "SL", "SH", "SN")
-
-
-def _cached_table(name: str, keys: list[str], compute: Callable[[], dict[str, list[str]]]) -> dict[str, list[str]]:
-    """A table of Kiwi's answers for ``keys``, read from ``<cache>/analysis/NAME.json`` when it holds exactly
-    those keys, else computed and written once (no cache folder: computed every time)."""
-    from hanrag.text.chinese import cache_dir
-
-    try:
-        path = cache_dir() / "analysis" / f"{name}.json"
-    except OSError:
-        return compute()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(data, dict) and set(data) == set(keys) and all(
-            isinstance(v, list) and all(isinstance(t, str) for t in v) for v in data.values()
-        ):
-            return data
-    except (OSError, ValueError):
-        pass
-    table = compute()
-    try:
-        from hanrag.fsutil import atomic_write_text
-
-        atomic_write_text(path, json.dumps(table, ensure_ascii=False), mkdir=True)
-    except OSError:
-        pass
-    return table
 
 
 _CACHE: dict[str, Analyzer] = {}

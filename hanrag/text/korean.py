@@ -9,6 +9,7 @@ SN tags are handled by the Chinese and English tokenizers instead.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 # bound nouns of one syllable (것 수 등 때 중) carry no content: the one exception to "nouns of any length"
@@ -49,11 +50,12 @@ class KoreanTokenizer:
             return []
         return self._filter(self._kiwi.tokenize(text))
 
-    def morphemes(self, text: str) -> list[tuple[str, str, int, int]]:
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - one tokenizer per process: a query's lexicon and glossary
+    def morphemes(self, text: str) -> tuple[tuple[str, str, int, int], ...]:  # look-ups share one analysis
         """Kiwi's morphemes of ``text`` as (form, tag, start, end), offsets into ``text``."""
         if not text.strip():
-            return []
-        return [(t.form, t.tag, t.start, t.start + t.len) for t in self._kiwi.tokenize(text)]
+            return ()
+        return tuple((t.form, t.tag, t.start, t.start + t.len) for t in self._kiwi.tokenize(text))
 
     def tokenize_many(self, texts: list[str]) -> list[list[str]]:
         return [self._filter(toks) for toks in self._kiwi.tokenize(texts)]
