@@ -14,6 +14,7 @@ options, error handling and output helpers, so one file reads as the table of co
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import io
@@ -24,6 +25,7 @@ import sys
 import traceback
 import warnings
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -351,7 +353,8 @@ def demo(
         render_corpus_summary(summary)
         console.rule(f"build {index}")
     try:
-        report = build_index(corpus, index, cfg, progress=not json_out, prepared=prepared)
+        with interrupt_message(index):
+            report = build_index(corpus, index, cfg, progress=not json_out, prepared=prepared)
     except (EmbedderError, IndexBuildError, OSError) as exc:
         fail(str(exc), "check the [embedder] config and that the index folder is writable")
         return
@@ -953,6 +956,28 @@ def eval_cmd(
 # --- build, doctor --------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def interrupt_message(index: Path) -> Iterator[None]:
+    """Ctrl-C during a build: the build stopped its progress bar and saved the vectors embedded so far; say in
+    one line what is published now and exit 130 (typer would exit silently). Compared with the snapshot
+    published before: an interrupt that lands after the pointer switch leaves the new snapshot current."""
+    from hanrag.index.store import published_snapshot
+
+    before = published_snapshot(index)
+    try:
+        yield
+    except KeyboardInterrupt:
+        now = published_snapshot(index)
+        if now is None:
+            what = "no index was published"
+        elif now == before:
+            what = "the previous snapshot is still current"
+        else:
+            what = f"the new snapshot {now} was published before the interrupt"
+        err_console.print(f"interrupted: {what}", markup=False, highlight=False)
+        raise typer.Exit(130) from None
+
+
 @app.command()
 def build(
     corpus: Annotated[Path, typer.Argument(help="corpus folder")],
@@ -967,26 +992,13 @@ def build(
     """Index a corpus incrementally (only new chunk texts are embedded) and publish a snapshot atomically."""
     from hanrag.embed import EmbedderError
     from hanrag.index.build import EmptyCorpusError, build_index
-    from hanrag.index.store import IndexBuildError, published_snapshot
+    from hanrag.index.store import IndexBuildError
 
     cfg = load(config)
     _check_corpus_path(corpus)
-    before = published_snapshot(index)
     try:
-        report = build_index(corpus, index, cfg, progress=not (quiet or json_out), allow_empty=allow_empty)
-    except KeyboardInterrupt:
-        # Ctrl-C: the build stopped its progress bar and saved the vectors embedded so far; say what is
-        # published now (typer would exit 130 silently). Compared with before: an interrupt that lands after
-        # the pointer switch leaves the new snapshot current
-        now = published_snapshot(index)
-        if now is None:
-            what = "no index was published"
-        elif now == before:
-            what = "the previous snapshot is still current"
-        else:
-            what = f"the new snapshot {now} was published before the interrupt"
-        err_console.print(f"interrupted: {what}", markup=False, highlight=False)
-        raise typer.Exit(130) from None
+        with interrupt_message(index):
+            report = build_index(corpus, index, cfg, progress=not (quiet or json_out), allow_empty=allow_empty)
     except EmptyCorpusError as exc:
         if exc.prepared.findings and not json_out:
             render_findings([f for f in exc.prepared.findings if f.severity != "info"], title="corpus findings")

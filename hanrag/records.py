@@ -22,8 +22,8 @@ PROVENANCES: tuple[str, ...] = typing.get_args(Provenance)
 
 
 def check_query(query: str, max_chars: int) -> str:
-    """The one query-length rule of the CLI, the HTTP server and MCP (``server.max_query_chars``): ValueError
-    for a blank query or one longer than ``max_chars``."""
+    """The CLI's check of the query limit that the HTTP server and MCP apply through their request model
+    (``server.max_query_chars``): ValueError for a blank query or one longer than ``max_chars``."""
     if not query.strip():
         raise ValueError("the query is blank")
     if len(query) > max_chars:

@@ -75,3 +75,19 @@ def test_data_files_ship_inside_the_package() -> None:
     assert len(data) > 30
     assert not [p for p in data if p not in shipped]
     assert {p.stem for p in LEXICON_DIR.glob("*.tsv")} >= {"saju", "it"}
+
+
+def test_ctrl_c_in_demo_says_what_is_published(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """`hanrag demo` builds too: Ctrl-C there says what is published and exits 130, as `hanrag build` does."""
+    import hanrag.index.build
+
+    def interrupted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(hanrag.index.build, "build_index", interrupted)
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("---\nsource: https://example.org/a\n---\n# 배포\n\n롤백 절차.\n", encoding="utf-8")
+    result = runner.invoke(app, ["demo", str(corpus), "--index", str(tmp_path / "ix")])
+    assert result.exit_code == 130
+    assert "interrupted: no index was published" in result.output
