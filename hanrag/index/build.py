@@ -316,9 +316,8 @@ def _embed(
         if k not in cache.index and k not in todo:
             todo[k] = c.text
     t0 = time.perf_counter()
-    # the machine cache (hanrag.embed_cache) tells which texts it holds: those cost no model time
-    missing = getattr(embedder, "missing", None)
-    from_machine = 0
+    # the machine cache (hanrag.embed_cache) counts the texts it sent to the model: the rest cost no model time
+    sent_before = getattr(embedder, "embedded", None)
     if todo:
         advance = task("embedding", len(todo))
         items = list(todo.items())
@@ -327,11 +326,9 @@ def _embed(
             for s in range(0, len(items), batch):
                 part = items[s : s + batch]
                 texts = [t for _, t in part]
-                new = len(missing(texts)) if missing is not None else len(texts)
                 vecs = embedder.encode_passages(texts)
                 counts = [embedder.count_tokens(t) for t in texts]
                 cache.add([k for k, _ in part], vecs, counts)
-                from_machine += len(texts) - new
                 advance(len(part))
                 since_checkpoint += len(part)
                 due = since_checkpoint >= max(CHECKPOINT_EVERY, cache.saved_rows // 4) or (
@@ -359,6 +356,7 @@ def _embed(
     lang_means = {g: sums[i] / counts[i] for i, g in enumerate(names) if counts[i]}
     if cache.prune(set(keys)) or todo:
         cache.save(ident)
+    from_machine = len(todo) - (embedder.embedded - sent_before) if sent_before is not None else 0
     return _Vectors(tokens, mean, lang_means, len(todo), from_machine, len(set(keys)), embed_s)
 
 
