@@ -900,15 +900,8 @@ def eval_cmd(
     config: ConfigOpt = None,
 ) -> None:
     """Ablations (bm25, dense, each fusion, presets, +rerank) with nDCG@10, MRR@10, R@10, R@100."""
-    from hanrag.eval import (
-        evaluate_sets,
-        judged_task,
-        markdown_report,
-        per_query_markdown,
-        per_query_report,
-        run_ablations,
-        write_report,
-    )
+    from hanrag.eval import evaluate_sets, judged_task, run_ablations
+    from hanrag.eval_report import markdown_report, per_query_markdown, per_query_report, write_report
 
     cfg = load(config)
     note = (lambda text: err_console.print(f"[dim]{escape(text)}[/]")) if not json_out else None

@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from hanrag.cli import app
 from hanrag.config import Config
-from hanrag.eval import cached_tokens, chart_figure, chart_series, eval_chunks, judged_task, load_eval_set
+from hanrag.eval import cached_tokens, eval_chunks, judged_task, load_eval_set
+from hanrag.eval_report import chart_figure, chart_series
 from hanrag.text import get_analyzer
 
 DOCS = [

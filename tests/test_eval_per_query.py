@@ -12,16 +12,8 @@ from matplotlib.colors import to_rgb
 from typer.testing import CliRunner
 
 from hanrag.cli import app
-from hanrag.eval import (
-    DEFAULT_METRICS,
-    chart_figure,
-    embed_corpus,
-    evaluate_run,
-    first_relevant_rank,
-    per_query_markdown,
-    per_query_report,
-    write_report,
-)
+from hanrag.eval import DEFAULT_METRICS, embed_corpus, evaluate_run, first_relevant_rank
+from hanrag.eval_report import chart_figure, per_query_markdown, per_query_report, write_report
 from tests.test_eval import QUERIES, make_set
 
 
