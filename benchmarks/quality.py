@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -88,6 +89,16 @@ def table(title: str, results: dict[str, dict[str, dict[str, float]]], metric: s
     return "\n".join(lines)
 
 
+def measured_what() -> dict[str, object]:
+    """The commit the figures measured (and whether the tree had uncommitted changes) and when."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=Path(__file__).resolve().parent, capture_output=True,
+                              text=True).stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD"), "uncommitted_changes": bool(git("status", "--porcelain")),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sets", nargs="*", default=None)
@@ -119,7 +130,9 @@ def main() -> None:
             print(table("MIXED (one index, every corpus)", mixed, metric))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"standalone": standalone, "mixed": mixed}, indent=1))
+        args.json.write_text(json.dumps({**measured_what(), "command": " ".join(sys.argv),
+                                         "metrics": "ranx, as hanrag eval: ndcg@10 (linear gain), mrr@10, recall@10",
+                                         "standalone": standalone, "mixed": mixed}, indent=1))
     print(f"\n{emb.embedded} texts embedded in this run", file=sys.stderr)
 
 
