@@ -109,6 +109,7 @@ def main() -> None:
     ap.add_argument("--no-dedup", action="store_true", help="build without near-duplicate folding (to compare)")
     ap.add_argument("--backend", default="", help="embedder backend to evaluate (indexes get a -BACKEND suffix)")
     args = ap.parse_args()
+    measured = measured_what()  # before the run: a commit made while it runs is not what it measured
     cfg = Config()
     suffix = ""
     if args.backend:
@@ -130,7 +131,7 @@ def main() -> None:
             print(table("MIXED (one index, every corpus)", mixed, metric))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({**measured_what(), "command": " ".join(sys.argv),
+        args.json.write_text(json.dumps({**measured, "command": " ".join(sys.argv),
                                          "metrics": "ranx, as hanrag eval: ndcg@10 (linear gain), mrr@10, recall@10",
                                          "standalone": standalone, "mixed": mixed}, indent=1))
     print(f"\n{emb.embedded} texts embedded in this run", file=sys.stderr)

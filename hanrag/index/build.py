@@ -502,7 +502,8 @@ def build_from_chunks(
             dup_map, dedup_info, folded = find_duplicates(chunks, cfg)
             timings["dedup"] = time.perf_counter() - t
             t = time.perf_counter()
-            glossary = mine_glossary(c.text for c in chunks)
+            # Kiwi tells a term's words from 파드의 or 그리고 (loaded only for a Hangul gloss)
+            glossary = mine_glossary((c.text for c in chunks), (analyzer or get_analyzer(cfg)).is_nominal_word)
             timings["glossary"] = time.perf_counter() - t
 
             t = time.perf_counter()

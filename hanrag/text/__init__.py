@@ -103,6 +103,12 @@ class Analyzer:
             pass
         return table
 
+    def is_nominal_word(self, word: str) -> bool:
+        """Whether every morpheme Kiwi reads in ``word`` can be part of a term (a noun, not 파드의 or 그리고):
+        for the corpus glossary (:func:`hanrag.index.glossary.mine_glossary`)."""
+        morphs = self._ko.morphemes(word)
+        return bool(morphs) and all(tag.startswith(_NOMINAL) for _, tag, _, _ in morphs)
+
     def term_border(self, folded: str) -> Callable[[int, int], bool]:
         """For :meth:`hanrag.lexicon.Lexicon.find_spans`: whether ``folded[i:j]`` stands on Kiwi's morpheme
         borders and holds nominal morphemes only, so a term keeps its particles and endings (갑목이, 롤백하는)

@@ -44,3 +44,20 @@ def test_the_glossary_stays_within_its_byte_bound():
     assert 100 < len(g) < len(hangul)
     assert len(json.dumps(g)) <= glossary.MAX_BYTES  # ASCII-escaped: the worst case a JSON store sees
     assert g["디플로이먼트"] == ["Deployment"]
+
+
+def test_a_pair_is_the_whole_gloss():
+    """The noun phrase before the parenthesis is glossed whole: 사후 분석(Postmortem) is 사후 분석, not the common
+    word 분석; it runs back to a word that cannot be part of a term (파드의, 그리고), with Kiwi's reading."""
+    from hanrag.config import Config
+    from hanrag.text import get_analyzer
+
+    texts = ["장애가 끝나면 사후 분석 (Postmortem)을 쓴다.", "파드의 활성 프로브(liveness probe)를 설정한다.",
+             "그리고 프로브(probe)", "서비스 품질(Quality of Service) 클래스"]
+    kiwi = get_analyzer(Config()).is_nominal_word
+    assert mine_glossary(texts, kiwi) == {"사후 분석": ["Postmortem"], "활성 프로브": ["liveness probe"],
+                                          "프로브": ["probe"], "서비스 품질": ["Quality of Service"]}
+    # a phrase that may run on past the three words the pattern sees is left alone rather than cut
+    assert mine_glossary(["쿠버네티스 파드 활성 프로브 설정(liveness probe)"], kiwi) == {}
+    assert mine_glossary(["파드의 활성 프로브 설정(liveness probe settings)"], kiwi) == {
+        "활성 프로브 설정": ["liveness probe settings"]}
