@@ -8,7 +8,8 @@ Protocol (fixed, issue 11):
 * held out: the cross-script sets in eval/ (ko2hanja, hanja2ko, ko2en_tech, en2ko_tech): never read here;
   ``benchmarks/quality.py`` reports them with whatever this script chose.
 * what is fitted: per rule cell (the rule the query takes: weak-lexical, translated, ko-term, ko, zh, en) the dense
-  weight α ∈ {0.1 … 0.9} (the best mean nDCG@10 over the cell's queries), and the fusion method (minmax, calibrated,
+  weight α ∈ {0.1 … 0.9} (the best mean nDCG@10 over the cell's queries; the nDCG of hanrag eval,
+  :func:`hanrag.eval.query_metrics`), and the fusion method (minmax, calibrated,
   zscore, ceiling); settings that change candidates (``--dense-background``, ``--glossary-weight``,
   ``--expansion-weight``) are compared by one run each, on the same mean leave-one-set-out nDCG@10. Each query
   runs once through the product path (``hanrag.build`` indexes, :meth:`Searcher.fused_candidates`, the pipeline
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import math
 import typing
 
 import numpy as np
@@ -43,19 +43,12 @@ from evalsets import (
 
 from hanrag.api import Index
 from hanrag.config import Config, DenseBackground
+from hanrag.eval import query_metrics
 from hanrag.search.presets import HANRAG
 from hanrag.search.searcher import Searcher
 
 ALPHAS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 FUSIONS = ("minmax", "calibrated", "zscore", "ceiling")
-
-
-def ndcg10(ranked: list[str], rel: dict[str, int]) -> float:
-    gains = [rel.get(d, 0) for d in ranked[:10]]
-    dcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(gains))
-    ideal = sorted(rel.values(), reverse=True)[:10]
-    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
 
 
 def collect(index: Index, cfg: Config, sets, emb, fusion: str) -> list[dict]:  # noqa: ANN001
@@ -83,7 +76,7 @@ def ranking(rec: dict, alpha: float) -> list[str]:
 
 
 def score(rec: dict, alpha: float) -> float:
-    return ndcg10(ranking(rec, alpha), rec["rel"])
+    return query_metrics(ranking(rec, alpha), rec["rel"])[0]
 
 
 def choose(records: list[dict], cells: list[str]) -> dict[str, float]:

@@ -25,20 +25,17 @@ import argparse
 
 import numpy as np
 from evalsets import CROSS_SETS, INDEX_ROOT, MIXED_SETS, available, build, caching_embedder, first_queries, load
-from fit import FUSIONS, SHIPPED, collect, ndcg10, ranking
+from fit import FUSIONS, SHIPPED, collect, ranking
 
 from hanrag.api import Index
 from hanrag.config import Config
+from hanrag.eval import query_metrics
 
 GRID = tuple(i / 20 for i in range(21))
 
 
-def mrr10(ranked: list[str], rel: dict[str, int]) -> float:
-    return next((1 / (i + 1) for i, d in enumerate(ranked[:10]) if rel.get(d, 0) > 0), 0.0)
-
-
 def metrics(ranked: list[str], rel: dict[str, int]) -> np.ndarray:
-    return np.array([ndcg10(ranked, rel), mrr10(ranked, rel)])
+    return np.array(query_metrics(ranked, rel))
 
 
 def bounds(per_fusion: dict[str, list[dict]], default_fusion: str) -> dict[str, np.ndarray]:

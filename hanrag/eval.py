@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import math
 import os
 import tempfile
 import time
@@ -137,6 +138,19 @@ def evaluate_run(
     if isinstance(scores, float):
         scores = {metrics[0]: scores}
     return {m: float(scores[m]) for m in metrics}
+
+
+def query_metrics(ranked: list[str], judged: dict[str, int], k: int = 10) -> tuple[float, float]:
+    """nDCG@k and MRR@k of one ranked list against its judgments, defined as ranx defines the ``ndcg@k`` and
+    ``mrr@k`` that :func:`evaluate_run` reports (linear gain; a document counts as relevant from relevance 1):
+    the per-query form for scripts that score many rankings of the same candidates (``benchmarks/fit.py``).
+    ``tests/test_eval.py`` checks it against ranx."""
+    gains = [max(judged.get(d, 0), 0) for d in ranked[:k]]
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+    ideal = sorted((g for g in judged.values() if g > 0), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    rr = next((1.0 / i for i, g in enumerate(gains, 1) if g >= 1), 0.0)
+    return (dcg / idcg if idcg else 0.0), rr
 
 
 # -- ablations and reports (hanrag eval) ------------------------------------------------------------

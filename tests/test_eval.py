@@ -81,3 +81,25 @@ def test_eval_chunks_and_the_token_cache(tmp_path: Path, monkeypatch) -> None:
     assert cached_tokens(analyzer, "s", texts[::-1], langs[::-1]) == first[::-1]  # keyed by text, not position
     task = judged_task(tmp_path / "s" / "queries.jsonl", tmp_path / "s" / "qrels.tsv")
     assert [q.qid for q in task.queries] == ["q1", "q2", "q3"]
+
+
+def test_query_metrics_are_ranx_metrics() -> None:
+    """The per-query nDCG@10 / MRR@10 the fitting scripts use is the metric hanrag eval reports (ranx), on
+    graded judgments, unjudged and negative documents, ties of relevance and rankings shorter than 10."""
+    import random
+
+    from hanrag.eval import evaluate_run, query_metrics
+
+    rng = random.Random(7)
+    qrels, run, ours = {}, {}, []
+    for q in range(60):
+        docs = [f"d{i}" for i in range(rng.randint(1, 25))]
+        judged = {d: rng.choice([0, 1, 1, 2, 3]) for d in rng.sample(docs, rng.randint(1, len(docs)))}
+        if not any(g > 0 for g in judged.values()):
+            judged[docs[0]] = 1
+        rng.shuffle(docs)
+        qrels[f"q{q}"], run[f"q{q}"] = judged, {d: 1.0 - i / 100 for i, d in enumerate(docs)}
+        ours.append(query_metrics(docs, judged))
+    ranx = evaluate_run(qrels, run, ("ndcg@10", "mrr@10"))
+    assert abs(sum(n for n, _ in ours) / len(ours) - ranx["ndcg@10"]) < 1e-9
+    assert abs(sum(r for _, r in ours) / len(ours) - ranx["mrr@10"]) < 1e-9
