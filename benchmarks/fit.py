@@ -11,7 +11,8 @@ Protocol (fixed, issue 11):
   weight α ∈ {0.1 … 0.9} (the best mean nDCG@10 over the cell's queries; the nDCG of hanrag eval,
   :func:`hanrag.eval.query_metrics`), and the fusion method (minmax, calibrated,
   zscore, ceiling); settings that change candidates (``--dense-background``, ``--glossary-weight``,
-  ``--expansion-weight``) are compared by one run each, on the same mean leave-one-set-out nDCG@10. Each query
+  ``--expansion-weight``, ``--translate-weight``) are compared by one run each, on the same mean
+  leave-one-set-out nDCG@10. Each query
   runs once through the product path (``hanrag.build`` indexes, :meth:`Searcher.fused_candidates`, the pipeline
   up to rerank); the normalised BM25 and dense scores of every candidate are kept and re-weighted here, which is
   exact for the weights (they change no candidate) — the lexical-evidence threshold and translation weight change
@@ -116,6 +117,8 @@ def main() -> None:
                     help="what calibrated fusion measures a cosine from (search.dense_background)")
     ap.add_argument("--glossary-weight", type=float, default=None, help="search.glossary_weight (to compare)")
     ap.add_argument("--expansion-weight", type=float, default=None, help="lexicon.expansion_weight (to compare)")
+    ap.add_argument("--translate-weight", type=float, default=None,
+                    help="search.xling_translate_weight (to compare)")
     args = ap.parse_args()
     cfg = Config()
     cfg.search.dense_background = args.dense_background
@@ -123,6 +126,8 @@ def main() -> None:
         cfg.search.glossary_weight = args.glossary_weight
     if args.expansion_weight is not None:
         cfg.lexicon.expansion_weight = args.expansion_weight
+    if args.translate_weight is not None:
+        cfg.search.xling_translate_weight = args.translate_weight
     emb = caching_embedder(cfg)
     names = available(args.sets or [*SHARED_SETS, *TUNE_SETS])
     shared = {n: first_queries(load(n), args.max_queries) for n in names}
