@@ -17,7 +17,9 @@ Sets:
 from __future__ import annotations
 
 import copy
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,3 +101,13 @@ def caching_embedder(cfg: Config | None = None):  # noqa: ANN201
     from hanrag.embed_cache import CachingEmbedder
 
     return CachingEmbedder(load_embedder((cfg or Config()).embedder))
+
+
+def measured_what() -> dict[str, object]:
+    """The commit the figures measured (and whether the tree had uncommitted changes) and when."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=Path(__file__).resolve().parent, capture_output=True,
+                              text=True).stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD"), "uncommitted_changes": bool(git("status", "--porcelain")),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

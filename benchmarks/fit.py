@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
+import sys
 import typing
+from pathlib import Path
 
 import numpy as np
 from evalsets import (
@@ -40,6 +43,7 @@ from evalsets import (
     caching_embedder,
     first_queries,
     load,
+    measured_what,
 )
 
 from hanrag.api import Index
@@ -119,7 +123,9 @@ def main() -> None:
     ap.add_argument("--expansion-weight", type=float, default=None, help="lexicon.expansion_weight (to compare)")
     ap.add_argument("--translate-weight", type=float, default=None,
                     help="search.xling_translate_weight (to compare)")
+    ap.add_argument("--json", type=Path, default=None, help="write the figures here (with the commit measured)")
     args = ap.parse_args()
+    measured = measured_what()
     cfg = Config()
     cfg.search.dense_background = args.dense_background
     if args.glossary_weight is not None:
@@ -147,6 +153,7 @@ def main() -> None:
         indexes.append(("MIXED", mixed_idx, [shared[n] for n in names if n in mixed_names]))
 
     results = {}
+    held_by: dict[str, dict[str, float]] = {}
     for fusion in args.fusions:
         records = []
         for where, idx, sets in indexes:
@@ -170,9 +177,21 @@ def main() -> None:
         print("  in-sample, weights chosen on all:", ", ".join(
             f"{g} {evaluate([r for r in records if base[r['set']] == g], final):.3f}" for g in groups))
         results[fusion] = (float(np.mean(list(held.values()))), final)
+        held_by[fusion] = held
         print(f"  mean held-out nDCG@10 {results[fusion][0]:.4f}; chosen on all tuning sets: {final}")
     best = max(results, key=lambda f: results[f][0])
     print(f"\nfusion with the best mean held-out nDCG@10: {best} {results[best]}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
+            **measured, "command": " ".join(sys.argv), "metric": "mean leave-one-set-out nDCG@10 (hanrag.eval)",
+            "settings": {"dense_background": cfg.search.dense_background,
+                         "glossary_weight": cfg.search.glossary_weight,
+                         "expansion_weight": cfg.lexicon.expansion_weight,
+                         "xling_translate_weight": cfg.search.xling_translate_weight},
+            "fusions": {f: {"mean_held_out_ndcg@10": m, "held_out": held_by[f], "chosen_on_all": final}
+                        for f, (m, final) in results.items()},
+        }, indent=1))
 
 
 if __name__ == "__main__":

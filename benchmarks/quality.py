@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ from evalsets import (
     caching_embedder,
     first_queries,
     load,
+    measured_what,
     tasks,
 )
 
@@ -87,16 +87,6 @@ def table(title: str, results: dict[str, dict[str, dict[str, float]]], metric: s
         cells = [f"{per[s][metric]:.3f}".lstrip("0") if s in per else "—" for s in sets]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def measured_what() -> dict[str, object]:
-    """The commit the figures measured (and whether the tree had uncommitted changes) and when."""
-    def git(*a: str) -> str:
-        return subprocess.run(["git", *a], cwd=Path(__file__).resolve().parent, capture_output=True,
-                              text=True).stdout.strip()
-
-    return {"commit": git("rev-parse", "HEAD"), "uncommitted_changes": bool(git("status", "--porcelain")),
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
 def main() -> None:
