@@ -17,22 +17,21 @@ from hanrag.eval_report import chart_figure, per_query_markdown, per_query_repor
 from tests.test_eval import QUERIES, make_set
 
 
-class FakeEmbedder:
-    def __init__(self) -> None:
-        self.encoded: list[str] = []
+@pytest.fixture(scope="module")
+def model():  # noqa: ANN201 - the bundled default embedder
+    from hanrag.config import Config
+    from hanrag.embed import load_embedder
 
-    def missing(self, texts: list[str]) -> list[str]:
-        return [t for t in dict.fromkeys(texts) if t not in self.encoded]
-
-    def encode_passages(self, texts: list[str]) -> None:
-        self.encoded += texts
+    return load_embedder(Config().embedder)
 
 
-@pytest.mark.parametrize("n", [4, 64, 200])
-def test_embed_corpus_prints_the_final_count_once(n: int) -> None:
+@pytest.mark.parametrize("n", [4, 64, 130])
+def test_embed_corpus_prints_the_final_count_once(n: int, model, tmp_path: Path) -> None:  # noqa: ANN001
+    from hanrag.embed_cache import CachingEmbedder
+
     lines: list[str] = []
-    texts = [f"text {i}" for i in range(n)]
-    assert embed_corpus(FakeEmbedder(), texts, lines.append, batch=64) == n
+    texts = [f"문서 {i}: 배포 롤백 절차 {i * 7}" for i in range(n)]
+    assert embed_corpus(CachingEmbedder(model, tmp_path), texts, lines.append, batch=64) == n
     final = f"chunks embedded: {n}/{n} (0 from the cache)"
     assert lines.count(final) == 1 and lines[-1] == final
 
