@@ -12,7 +12,8 @@ near-duplicate is credited to the hit that carries it ("also in"), right after t
 Protocol (issue 11): the shared sets of ../shared/eval tuned the rule weights (two-fold, earlier releases);
 the fusion default was chosen on the shared sets only (``--rows`` all fusions) and the cross-script sets in
 eval/ (see their READMEs) are never fitted on; their figures have been read while defaults were decided, so
-they are reported as seen, not held out (docs/evaluation.md). Vectors come from the machine-wide cache (``benchmarks/embed_eval_cache.py`` fills it).
+they are reported as seen, not held out (docs/evaluation.md). Vectors come from the machine-wide cache
+(``benchmarks/embed_eval_cache.py`` fills it).
 """
 
 from __future__ import annotations
