@@ -103,14 +103,15 @@ def write_corpus(root: Path, docs: dict[str, str] | None = None) -> Path:
     return root
 
 
-def build_test_index(root: Path) -> dict:
-    """The sample corpus, TEST_CONFIG and a built index under ``root``: what the server tests start from."""
+def build_test_index(root: Path, docs: dict[str, str] | None = None, config: str = TEST_CONFIG) -> dict:
+    """A corpus (the sample one unless ``docs``), a config (TEST_CONFIG unless ``config``) and a built index under
+    ``root``: what the server tests start from."""
     import hanrag
     from hanrag.config import load_config
 
-    corpus = write_corpus(root / "corpus")
+    corpus = write_corpus(root / "corpus", docs)
     config_path = root / "hanrag.toml"
-    config_path.write_text(TEST_CONFIG, encoding="utf-8")
+    config_path.write_text(config, encoding="utf-8")
     cfg = load_config(config_path, env=False)
     index_dir = root / "index"
     hanrag.build(corpus, index_dir, cfg, progress=False)

@@ -10,11 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_util import BROWSER_MARKS, MISSING, chrome
-from server_util import TEST_CONFIG, ThreadServer, write_corpus
+from browser_util import BROWSER_MARKS, MISSING
+from server_util import ThreadServer, build_test_index
 
-import hanrag
-from hanrag.config import load_config
 from hanrag.server import create_app
 
 pytestmark = BROWSER_MARKS
@@ -27,19 +25,9 @@ def test_the_browser_test_can_run() -> None:
 
 @pytest.fixture(scope="module")
 def inspector_url(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("browser")
-    corpus = write_corpus(root / "corpus")
-    (root / "hanrag.toml").write_text(TEST_CONFIG, encoding="utf-8")
-    cfg = load_config(root / "hanrag.toml", env=False)
-    hanrag.build(corpus, root / "index", cfg, progress=False)
-    with ThreadServer(create_app(root / "index", cfg)) as srv:
+    built = build_test_index(tmp_path_factory.mktemp("browser"))
+    with ThreadServer(create_app(built["index_dir"], built["config"])) as srv:
         yield srv.url
-
-
-@pytest.fixture()
-def driver(tmp_path: Path):
-    with chrome(tmp_path / "chrome-profile") as drv:
-        yield drv
 
 
 def test_korean_query_highlights_and_explains(inspector_url: str, driver, tmp_path: Path) -> None:  # noqa: ANN001

@@ -6,15 +6,12 @@ font is missing (and failing instead under ``make test``, which sets HANRAG_REQU
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from browser_util import BROWSER_MARKS, chrome
-from server_util import ThreadServer, write_corpus
+from browser_util import BROWSER_MARKS
+from server_util import ThreadServer, build_test_index
 
-import hanrag
-from hanrag.config import load_config
 from hanrag.server import create_app
 
 pytestmark = BROWSER_MARKS
@@ -51,19 +48,9 @@ overlap = 0
 
 @pytest.fixture(scope="module")
 def inspector_url(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("browser-md")
-    corpus = write_corpus(root / "corpus", {"장비.md": GEAR})
-    (root / "hanrag.toml").write_text(CONFIG, encoding="utf-8")
-    cfg = load_config(root / "hanrag.toml", env=False)
-    hanrag.build(corpus, root / "index", cfg, progress=False)
-    with ThreadServer(create_app(root / "index", cfg)) as srv:
+    built = build_test_index(tmp_path_factory.mktemp("browser-md"), {"장비.md": GEAR}, CONFIG)
+    with ThreadServer(create_app(built["index_dir"], built["config"])) as srv:
         yield srv.url
-
-
-@pytest.fixture()
-def driver(tmp_path: Path):
-    with chrome(tmp_path / "chrome-profile") as drv:
-        yield drv
 
 
 def test_markdown_renders_and_html_stays_text(inspector_url: str, driver) -> None:  # noqa: ANN001
