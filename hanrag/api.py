@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hanrag.config import Config, load_config
-from hanrag.records import Chunk, Filters, Hit, QueryPlan
+from hanrag.records import Chunk, Filters, Hit, QueryPlan, SearchLimits, check_mode, check_query
 
 if TYPE_CHECKING:
     from hanrag.search.searcher import SearchResult
@@ -112,7 +112,13 @@ class Index:
 
         ``preload``: for a cold process's first search (the CLI) — the query's analyzers load in a thread
         while the model embeds the query here, so the search waits for the slower of the two, not both.
-        The same functions compute the same plan and vector: the result does not change."""
+        The same functions compute the same plan and vector: the result does not change.
+
+        ValueError when an argument is past the limits every entry applies (:class:`hanrag.records.SearchLimits`:
+        ``[server] max_query_chars`` and ``max_top_k``, tiers 0-99, a source glob of at most 500 characters)."""
+        # the bounds every entry applies ([server] max_query_chars, max_top_k; tiers 0-99; glob length): a value
+        # past them is one ValueError here, never an OverflowError or minutes of work further down
+        SearchLimits.of(self.config.server).check(query, top_k, mode, filters)
         searcher = self._state[1]  # one read: a concurrent reload cannot switch it mid-search
         qvec = self._preload(searcher, query, mode) if preload else None
         return searcher.run(query, top_k=top_k, mode=mode, filters=filters, explain=explain, qvec=qvec)
@@ -133,6 +139,8 @@ class Index:
     def plan(self, query: str, mode: str = "hybrid") -> QueryPlan:
         """The plan decided from the query text alone, before retrieval. A hybrid search may still switch
         to the weak-lexical rule once BM25 has run: use :meth:`search_result` for the plan that was used."""
+        check_query(query, self.config.server.max_query_chars)
+        check_mode(mode)
         return self._state[1].plan(query, mode)
 
     def chunk(self, chunk_id: str) -> Chunk:

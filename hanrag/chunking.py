@@ -30,6 +30,9 @@ are at most ``chunk_size - overlap`` long so there is always room for the overla
 block or table that fits in ``chunk_size`` is kept whole (its chunk may carry less or no
 overlap).
 
+Bound: one document yields at most :data:`MAX_CHUNKS_PER_DOC` chunks; :func:`chunk_corpus` reports a
+document cut there, or one that cannot be chunked, as a finding and chunks the rest.
+
 Offsets: ``Chunk.text == doc.text[chunk.start:chunk.end]`` exactly (end exclusive). Two
 consecutive chunks of one section overlap when ``next.start < prev.end``; the overlap is
 ``doc.text[next.start:prev.end]``, and the chunk's own new text is
@@ -46,12 +49,15 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import yaml
-
 from hanrag.config import ChunkingConfig
 from hanrag.language import detect_lang
-from hanrag.records import Chunk, Document
-from hanrag.sources.files import front_matter_end
+from hanrag.records import Chunk, Document, Finding
+from hanrag.sources.files import FRONT_MATTER_MAX_NODES, front_matter_end, load_yaml
+
+# chunks one document may yield: far above what a 20 MB file of prose gives (~45,000 at the defaults),
+# so only generated or degenerate text (a heading every other line) meets it; the rest of the document
+# is left out with a finding (see chunk_corpus)
+MAX_CHUNKS_PER_DOC = 50_000
 
 _SEPARATOR = re.compile(r" {0,3}-{3,}[ \t]*")
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*")
@@ -110,8 +116,8 @@ def _front_matter_end(text: str) -> int:
     if not end:
         return 0
     try:
-        data = yaml.safe_load(re.sub(r"(?m)^(---|\.\.\.)[ \t]*$", "", text[:end]))
-    except yaml.YAMLError:
+        data = load_yaml(re.sub(r"(?m)^(---|\.\.\.)[ \t]*$", "", text[:end]), max_nodes=FRONT_MATTER_MAX_NODES)
+    except Exception:  # noqa: BLE001 - not YAML, or over its bounds: then the lines are separators, not front matter
         return 0
     return end if isinstance(data, dict) and data and all(isinstance(k, str) for k in data) else 0
 
@@ -400,8 +406,11 @@ def _page_parts(doc: Document, section: Section) -> list[Section]:
     return parts
 
 
-def chunk_document(doc: Document, cfg: ChunkingConfig) -> list[Chunk]:
-    """Cut one document into chunks (in document order); see the module docstring."""
+def chunk_document(doc: Document, cfg: ChunkingConfig, findings: list[Finding] | None = None) -> list[Chunk]:
+    """Cut one document into chunks (in document order); see the module docstring.
+
+    At most :data:`MAX_CHUNKS_PER_DOC` chunks: the rest of a document past them is left out, with a
+    ``too-many-chunks`` warning appended to ``findings`` when given."""
     if cfg.chunk_size < 1 or not 0 <= cfg.overlap < max(1, cfg.chunk_size // 2 + 1):
         raise ValueError(f"chunking: need chunk_size >= 1 and 0 <= overlap <= chunk_size/2, got {cfg}")
     text = doc.text
@@ -409,6 +418,14 @@ def chunk_document(doc: Document, cfg: ChunkingConfig) -> list[Chunk]:
     seen: dict[str, int] = {}
     for section in split_sections(text, cfg.heading_level):
         spans = [span for part in _page_parts(doc, section) for span in _spans(text, part, cfg)]
+        cut = bool(spans) and len(chunks) + len(spans) > MAX_CHUNKS_PER_DOC
+        if cut:
+            spans = spans[: MAX_CHUNKS_PER_DOC - len(chunks)]
+            if findings is not None:
+                findings.append(Finding(doc.path, "warning", "too-many-chunks",
+                                        f"over {MAX_CHUNKS_PER_DOC:,} chunks; the text after character "
+                                        f"{spans[-1][1] if spans else section.start:,} is left out of the index "
+                                        "(split the file)"))
         for start, end in spans:
             piece = text[start:end]
             cid = chunk_id(doc.doc_id, section.index, piece)
@@ -434,8 +451,27 @@ def chunk_document(doc: Document, cfg: ChunkingConfig) -> list[Chunk]:
                     page=_page(doc, start),
                 )
             )
+        if cut:
+            break
     return chunks
 
 
 def chunk_documents(docs: Iterable[Document], cfg: ChunkingConfig) -> list[Chunk]:
     return [chunk for doc in docs for chunk in chunk_document(doc, cfg)]
+
+
+def chunk_corpus(docs: Iterable[Document], cfg: ChunkingConfig) -> tuple[list[Chunk], list[Finding]]:
+    """Chunks of every document and the findings met on the way: one that yields too many chunks is cut
+    (:func:`chunk_document`), and one that cannot be chunked at all is left out with an error naming it,
+    so the rest of the corpus is still chunked."""
+    chunks: list[Chunk] = []
+    findings: list[Finding] = []
+    for doc in docs:
+        try:
+            chunks.extend(chunk_document(doc, cfg, findings))
+        except (ValueError, TypeError, RecursionError, UnicodeError, MemoryError) as exc:
+            if isinstance(exc, ValueError) and str(exc).startswith("chunking:"):
+                raise  # a bad [chunking] config is the config's error, not this document's
+            findings.append(Finding(doc.path, "error", "chunk-failed",
+                                    f"cannot be chunked ({type(exc).__name__}: {str(exc)[:200]}); left out"))
+    return chunks, findings

@@ -19,8 +19,10 @@ import dataclasses
 import functools
 import io
 import json
+import re
 import shlex
 import shutil
+import stat
 import sys
 import traceback
 import warnings
@@ -32,11 +34,22 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from hanrag.bundled import SAMPLE_CONFIG, SAMPLE_CORPUS
-from hanrag.config import Config, ConfigError, load_config
+from hanrag.config import MAX_CONFIG_BYTES, Config, ConfigError, load_config
 from hanrag.fsutil import atomic_write_jsonl, atomic_write_text
-from hanrag.records import PROVENANCES, Chunk, check_mode, check_query
+from hanrag.records import (
+    HARD_MAX_TOP_K,
+    LANGS,
+    MAX_FILTER_VALUES,
+    MAX_TIER,
+    PROVENANCES,
+    Chunk,
+    SearchLimits,
+    check_mode,
+    check_query,
+)
 
 # jieba and milvus-lite import pkg_resources, which setuptools >= 80.9 (llama-index-core needs it, see
 # pyproject's milvus extra) flags at every import: a dependency's deprecation, nothing a user can act on
@@ -117,14 +130,35 @@ def fail(message: str, hint: str = "") -> None:
         else:
             traceback.print_stack()
     # escaped: messages and hints name config sections ("[embedder]") that Rich would eat as markup
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    err_console.print(f"[bold red]error:[/] {plain(message)}", highlight=False)
     if hint:
-        err_console.print(f"[dim]hint: {escape(hint)}[/]", highlight=False)
+        err_console.print(f"[dim]hint: {plain(hint)}[/]", highlight=False)
     raise typer.Exit(2)
 
 
 def print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+# C0 and C1 control characters but TAB and newline: an ESC sequence in a document could plant a terminal link
+# (OSC 8), retitle the window or rewrite what was printed before it
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean(value: object) -> str:
+    """Text from a corpus, an index, a file name or a client, safe for a terminal: control characters as U+FFFD."""
+    return _CONTROL.sub("\ufffd", str(value))
+
+
+def data(value: object, style: str = "") -> Text:
+    """Such text as rich shows it: a ``Text``, never parsed as markup (``[/]`` or ``[link=...]`` in a document is
+    text), control characters replaced."""
+    return Text(clean(value), style=style)
+
+
+def plain(value: object) -> str:
+    """Such text inside a markup string: escaped for rich, control characters replaced."""
+    return escape(clean(value))
 
 
 # --- corpus: lint, chunk, demo -------------------------------------------------------------
@@ -140,16 +174,15 @@ def _check_corpus_path(path: Path) -> None:
 
 def render_findings(findings: list | tuple, title: str = "findings") -> None:
     from rich.table import Table
-    from rich.text import Text
 
-    table = Table(title=title, show_lines=False)
+    table = Table(title=data(title), show_lines=False)
     for name in ("severity", "code", "file", "message"):
         table.add_column(name, overflow="fold")
     for f in findings:
         style = _SEVERITY_STYLE.get(f.severity, "")
-        # plain Text, not markup: paths and messages may hold "[corpus]" or backslashes
-        where = Text(f.path + (f":{f.line}" if f.line else ""))
-        table.add_row(f"[{style}]{f.severity}[/]", Text(f.code), where, Text(f.message))
+        # Text, not markup: paths and messages may hold "[corpus]", "[/]" or backslashes
+        where = data(f.path + (f":{f.line}" if f.line else ""))
+        table.add_row(data(f.severity, style), data(f.code), where, data(f.message))
     console.print(table)
 
 
@@ -161,15 +194,16 @@ def lint(
     config: ConfigOpt = None,
 ) -> None:
     """Check a corpus against the rules (source cited, size, topic separators, AI drafts). Never edits files."""
-    from hanrag.chunking import chunk_document
+    from hanrag.chunking import chunk_corpus
     from hanrag.index.build import duplicate_findings
     from hanrag.validate import prepare_corpus
 
     cfg = load(config)
     _check_corpus_path(path)
     prepared = prepare_corpus(path, cfg)
-    chunks = [c for doc in prepared.indexable for c in chunk_document(doc, cfg.chunking)]
-    prepared = dataclasses.replace(prepared, findings=(*prepared.findings, *duplicate_findings(chunks, cfg)))
+    chunks, chunk_findings = chunk_corpus(prepared.indexable, cfg.chunking)
+    prepared = dataclasses.replace(
+        prepared, findings=(*prepared.findings, *chunk_findings, *duplicate_findings(chunks, cfg)))
     counts = {s: sum(1 for f in prepared.findings if f.severity == s) for s in ("error", "warning", "info")}
     if json_out:
         print_json(
@@ -203,23 +237,23 @@ def chunk(
     config: ConfigOpt = None,
 ) -> None:
     """Cut the indexable documents of a corpus into chunks and write them as JSONL."""
-    from hanrag.chunking import chunk_documents
+    from hanrag.chunking import chunk_corpus
     from hanrag.validate import prepare_corpus
 
     cfg = load(config)
     _check_corpus_path(path)
     prepared = prepare_corpus(path, cfg)
-    chunks = chunk_documents(prepared.indexable, cfg.chunking)
+    chunks, chunk_findings = chunk_corpus(prepared.indexable, cfg.chunking)
     try:
         write_jsonl(out, [c.to_dict() for c in chunks])
     except OSError as exc:
         fail(f"{out}: cannot write: {exc.strerror or exc}", "choose a writable --out path")
-    errors = sum(1 for f in prepared.findings if f.severity == "error")
-    console.print(
+    errors = sum(1 for f in (*prepared.findings, *chunk_findings) if f.severity == "error")
+    console.print(data(
         f"{len(chunks)} chunks from {len(prepared.indexable)} of {len(prepared.documents)} documents → {out}"
         + (f" ({len(prepared.excluded)} excluded, {errors} errors: see `hanrag lint {path}`)" if prepared.excluded
            else "")
-    )
+    ))
 
 
 def corpus_summary(prepared, chunks: list) -> dict:  # noqa: ANN001 - PreparedCorpus, list[Chunk]
@@ -241,11 +275,12 @@ def corpus_summary(prepared, chunks: list) -> dict:  # noqa: ANN001 - PreparedCo
 def demo_corpus(corpus: Path, cfg: Config) -> tuple[object, list, dict]:
     """Demo step 1: lint + chunk ``corpus``. Returns ``(PreparedCorpus, chunks, summary)``;
     later steps (build, search) take the chunks from here."""
-    from hanrag.chunking import chunk_documents
+    from hanrag.chunking import chunk_corpus
     from hanrag.validate import prepare_corpus
 
     prepared = prepare_corpus(corpus, cfg)
-    chunks = chunk_documents(prepared.indexable, cfg.chunking)
+    chunks, chunk_findings = chunk_corpus(prepared.indexable, cfg.chunking)
+    prepared = dataclasses.replace(prepared, findings=(*prepared.findings, *chunk_findings))
     return prepared, chunks, corpus_summary(prepared, chunks)
 
 
@@ -257,11 +292,12 @@ def render_corpus_summary(summary: dict) -> None:
     table.add_column("count", overflow="fold")
     table.add_row("documents read", str(summary["documents"]))
     table.add_row("indexable", str(summary["indexable"]))
-    table.add_row("excluded", ", ".join(f"{e['doc_id']} ({e['reason']})" for e in summary["excluded"]) or "-")
+    # file names are data: "[/]" in one is text, not markup
+    table.add_row("excluded", data(", ".join(f"{e['doc_id']} ({e['reason']})" for e in summary["excluded"]) or "-"))
     table.add_row("chunks", str(summary["chunks"]))
     for key in ("chunks_by_tier", "chunks_by_lang", "chunks_by_provenance"):
-        table.add_row(key.replace("_", " "), "  ".join(f"{k}: {v}" for k, v in summary[key].items()))
-    table.add_row("findings", "  ".join(f"{k}: {v}" for k, v in summary["findings"].items()) or "-")
+        table.add_row(key.replace("_", " "), data("  ".join(f"{k}: {v}" for k, v in summary[key].items())))
+    table.add_row("findings", data("  ".join(f"{k}: {v}" for k, v in summary["findings"].items()) or "-"))
     console.print(table)
     if summary["ai_draft_indexed"]:
         console.print(
@@ -336,6 +372,7 @@ def demo(
     from hanrag.embed import EmbedderError
     from hanrag.index.build import build_index
     from hanrag.index.store import IndexBuildError
+    from hanrag.lexicon import LexiconError
 
     sample_config = corpus is None and config is None
     if corpus is None:
@@ -351,10 +388,13 @@ def demo(
         render_findings([f for f in prepared.findings if f.severity != "info" or f.code != "ai-draft"],
                         title=f"lint {corpus}")
         render_corpus_summary(summary)
-        console.rule(f"build {index}")
+        console.rule(plain(f"build {index}"))
     try:
         with interrupt_message(index):
             report = build_index(corpus, index, cfg, progress=not json_out, prepared=prepared)
+    except LexiconError as exc:
+        fail(str(exc), _LEXICON_HINT)
+        return
     except (EmbedderError, IndexBuildError, OSError) as exc:
         fail(str(exc), "check the [embedder] config and that the index folder is writable")
         return
@@ -363,7 +403,11 @@ def demo(
     queries = tuple(query or ()) or (DEMO_QUERIES if _is_sample(corpus) else example_queries(chunks))
     answers = []
     for q in queries:
-        res = idx.search_result(q, top_k=top_k, explain=True)  # the plan as used, weak-lexical switch included
+        with _rerank_errors():
+            try:  # the plan as used, weak-lexical switch included
+                res = idx.search_result(q, top_k=top_k, explain=True)
+            except ValueError as exc:  # a --query past the limits (server.max_query_chars)
+                fail(str(exc))
         answers.append((q, res.plan, res.hits))
     me = self_command()
     # the sample's config only lets its ai-draft files in: searching and serving the built index need none of it,
@@ -382,14 +426,14 @@ def demo(
         })
         return
     for line in report.summary_lines():
-        console.print(escape(line), style="bold yellow" if line.startswith("WARNING") else None, highlight=False)
+        console.print(data(line, "bold yellow" if line.startswith("WARNING") else ""), highlight=False)
     for q, plan, hits in answers:
-        console.rule(f"[bold]{escape(q)}[/]")
+        console.rule(f"[bold]{plain(q)}[/]")
         _render_hits(plan, hits, True)
     console.rule("next")
     # soft_wrap: a command is printed whole on one line (a log or a narrow terminal must not cut it mid-word)
-    console.print(f"search it yourself:  {search_cmd}", highlight=False, soft_wrap=True, markup=False)
-    console.print(f"start the server:    {serve_cmd}", highlight=False, soft_wrap=True, markup=False)
+    console.print(clean(f"search it yourself:  {search_cmd}"), highlight=False, soft_wrap=True, markup=False)
+    console.print(clean(f"start the server:    {serve_cmd}"), highlight=False, soft_wrap=True, markup=False)
     console.print("then open http://127.0.0.1:8000/ for the search inspector (API schema at /openapi.json)",
                   highlight=False, soft_wrap=True)
 
@@ -448,7 +492,7 @@ def milvus_push(
         print_json({"uri": redact_uri(cfg.milvus.uri), "collection": cfg.milvus.collection, **report.to_dict()})
     else:
         console.print(
-            f"{cfg.milvus.collection} @ {redact_uri(cfg.milvus.uri)}: {report.upserted} upserted, "
+            f"{plain(cfg.milvus.collection)} @ {plain(redact_uri(cfg.milvus.uri))}: {report.upserted} upserted, "
             f"{report.deleted} deleted, {report.unchanged} unchanged, {report.total} chunks"
             + (", BM25 re-normalised" if report.renormalized else "")
             + f" ({report.seconds:.1f} s)"
@@ -471,7 +515,7 @@ def milvus_status(
         print_json(info)
     else:
         for key, value in info.items():
-            console.print(f"{key}: {value}")
+            console.print(data(f"{key}: {value}"))
     if info.get("state") != "complete":
         raise typer.Exit(1)
 
@@ -495,6 +539,7 @@ def open_index(index: Path, cfg: Config):  # noqa: ANN201 - hanrag.api.Index
     import hanrag
     from hanrag.embed import EmbedderError
     from hanrag.index.store import IndexLoadError
+    from hanrag.lexicon import LexiconError
 
     MilvusError = _milvus_errors(cfg)  # noqa: N806 - the exception class(es), named as they are caught
     remote = cfg.backend.kind == "milvus"
@@ -508,8 +553,14 @@ def open_index(index: Path, cfg: Config):  # noqa: ANN201 - hanrag.api.Index
         fail(str(exc), "use the embedder the index was built with ([embedder] in hanrag.toml), or rebuild it")
     except MilvusError as exc:
         fail(str(exc), "check milvus.uri / token / db_name, that the server is up and the push completed")
+    except LexiconError as exc:
+        fail(str(exc), _LEXICON_HINT)
     except (IndexLoadError, OSError) as exc:
         fail(str(exc), _not_an_index_hint(index, cfg))
+
+
+_LEXICON_HINT = ("[lexicon] paths names bundled lexicons (saju, it) or TSV files: term<TAB>equivalent..., UTF-8 "
+                 "(see docs/configuration.md)")
 
 
 def _not_an_index_hint(index: Path, cfg: Config) -> str:
@@ -574,8 +625,8 @@ def serve(
              else "choose another --port")
     idx = open_index(index, cfg)
     shown = f"[{host}]" if ":" in host else host
-    console.print(f"hanrag: {idx!r}")
-    console.print(f"search inspector: http://{shown}:{port}/   API schema: http://{shown}:{port}/openapi.json")
+    console.print(data(f"hanrag: {idx!r}"))
+    console.print(data(f"search inspector: http://{shown}:{port}/   API schema: http://{shown}:{port}/openapi.json"))
     console.print("API key: " + ("required (X-API-Key header)" if api_key_for(cfg) else "none (loopback only)"))
     if not cfg.server.corpus_root:
         console.print("[dim]POST /index/rebuild is off: no corpus root (--corpus or server.corpus_root)[/]")
@@ -618,8 +669,8 @@ def mcp_cmd(
         idx = open_index(index, cfg)
     if http:
         port = cfg.server.port if port is None else port
-        err_console.print(f"hanrag mcp: {idx!r}\nstreamable HTTP: http://127.0.0.1:{port}{mcp_server.MCP_PATH}   "
-                          + ("API key: required (X-API-Key header)" if api_key_for(cfg) else "API key: none"))
+        err_console.print(data(f"hanrag mcp: {idx!r}\nstreamable HTTP: http://127.0.0.1:{port}{mcp_server.MCP_PATH}   "
+                               + ("API key: required (X-API-Key header)" if api_key_for(cfg) else "API key: none")))
     try:
         mcp_server.serve(index, cfg, http=http, port=port, index=idx)
     except ServerError as exc:
@@ -654,7 +705,7 @@ def init(
         atomic_write_text(target, text)
     except OSError as exc:
         fail(f"{target}: cannot write: {exc.strerror or exc}", "choose a writable path")
-    console.print(f"wrote {target} (every setting at its default; edit what you need)")
+    console.print(data(f"wrote {target} (every setting at its default; edit what you need)"))
 
 
 # --- search, eval --------------------------------------------------------------------------------
@@ -673,14 +724,32 @@ def _filter_problem(lang: list[str] | None, tier: list[int] | None, provenance: 
     """What is wrong with the filter options, in one line, or None (a value no chunk can have is an error,
     not a silent "no hits")."""
     for lg in lang or ():
-        if lg not in ("ko", "zh", "en"):
-            return f"--lang must be ko, zh or en, got {lg!r}"
+        if lg not in LANGS:
+            return f"--lang must be {', '.join(LANGS[:-1])} or {LANGS[-1]}, got {clean(lg)[:40]!r}"
     for pv in provenance or ():
         if pv not in PROVENANCES:
-            return f"--provenance must be {' or '.join(PROVENANCES)}, got {pv!r}"
+            return f"--provenance must be {' or '.join(PROVENANCES)}, got {clean(pv)[:40]!r}"
     for t in tier or ():
-        if t < 0:
-            return f"--tier must be 0 or more (the leading number of a top-level folder), got {t}"
+        if not 0 <= t <= MAX_TIER:
+            shown = str(t) if abs(t) < 10**12 else f"a {len(str(abs(t)))}-digit number"
+            return f"--tier must be in 0-{MAX_TIER} (the leading number of a top-level folder), got {shown}"
+    return None
+
+
+def _limit_problem(limits: SearchLimits, top_k: int, source: str | None, label: list[str] | None,
+                   tier: list[int] | None) -> tuple[str, str] | None:
+    """(problem, hint) when an option is past the limits every entry applies (the server's: a search the CLI runs
+    here is bounded as one it relays), else None."""
+    if top_k > limits.max_top_k:
+        return (f"--top-k must be at most {limits.max_top_k}, got {top_k if top_k < 10**12 else 'more'}",
+                f"server.max_top_k sets it (at most {HARD_MAX_TOP_K})")
+    if source is not None and len(source) > limits.max_glob_chars:
+        return (f"--source is {len(source):,} characters long; a glob may have at most {limits.max_glob_chars}",
+                "shorten the pattern (it is matched against each chunk's source and path)")
+    if len(label or ()) > MAX_FILTER_VALUES or len(tier or ()) > MAX_FILTER_VALUES:
+        return f"at most {MAX_FILTER_VALUES} --label and --tier values each", ""
+    if any(len(lb) > limits.max_query_chars for lb in label or ()):
+        return f"a --label may have at most {limits.max_query_chars:,} characters", ""
     return None
 
 
@@ -688,7 +757,8 @@ def _filter_problem(lang: list[str] | None, tier: list[int] | None, provenance: 
 def search(
     index: Annotated[Path, typer.Argument(help="index folder (from `hanrag build`)")],
     query: Annotated[str, typer.Argument(help="the query")],
-    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=1000, help="hits to return")] = 10,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="hits to return (at most server.max_top_k)")
+                     ] = 10,
     mode: Annotated[str, typer.Option("--mode", help="hybrid | bm25 | dense")] = "hybrid",
     lang: Annotated[list[str] | None, typer.Option("--lang", help="only chunks in this language (repeatable)")] = None,
     tier: Annotated[list[int] | None, typer.Option("--tier", help="only this tier (repeatable)")] = None,
@@ -719,10 +789,13 @@ def search(
     if problem := _filter_problem(lang, tier, provenance):
         fail(problem)
     cfg = load(config)
+    limits = SearchLimits.of(cfg.server)
     try:
-        check_query(query, cfg.server.max_query_chars)
+        check_query(query, limits.max_query_chars)
     except ValueError as exc:
         fail(str(exc), "shorten the query, or raise server.max_query_chars in hanrag.toml")
+    if problem := _limit_problem(limits, top_k, source, label, tier):
+        fail(*problem)
     if backend is not None:
         if backend not in ("embedded", "milvus"):
             fail(f"--backend must be embedded or milvus, got {backend!r}")
@@ -767,14 +840,18 @@ def relayed_search(argv: list[str], cwd: str, environ: dict[str, str], term: dic
     config = base / p["config"] if p["config"] is not None else None
     if config is None and (base / "hanrag.toml").is_file():
         config = base / "hanrag.toml"
+    limits = SearchLimits.of(index.config.server)
     try:
         check_mode(p["mode"])
-        check_query(p["query"], index.config.server.max_query_chars)
-        if _filter_problem(p["lang"], p["tier"], p["provenance"]):
-            return None
+        check_query(p["query"], limits.max_query_chars)
+        if _filter_problem(p["lang"], p["tier"], p["provenance"]) or _limit_problem(
+                limits, p["top_k"], p["source"], p["label"], p["tier"]):
+            return None  # the client says what is wrong, in its own process
         stamp = None
         if config is not None:
             st = config.stat()
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CONFIG_BYTES:
+                return None  # not a config the CLI would load: the client reports it (load_config reads no more)
             stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
         env = tuple(sorted((k, v) for k, v in environ.items() if k.upper().startswith("HANRAG_")))
         if _fingerprint(str(config) if config else None, stamp, env, p["backend"]) != fingerprint:
@@ -782,7 +859,7 @@ def relayed_search(argv: list[str], cwd: str, environ: dict[str, str], term: dic
         filters = _filters(p["lang"], p["tier"], p["provenance"], p["source"], p["label"])
         res = index.search_result(p["query"], top_k=p["top_k"], mode=p["mode"], filters=filters,
                                   explain=p["explain"])
-    except (ValueError, OSError):  # ConfigError is a ValueError
+    except (ValueError, OSError, RuntimeError):  # ConfigError is a ValueError; RuntimeError: a symlink loop
         return None
     if p["json_out"]:
         return json.dumps({"plan": res.plan.to_dict(), "hits": [h.to_dict() for h in res.hits]},
@@ -824,27 +901,45 @@ def _search_here(index: Path, cfg: Config, query: str, top_k: int, mode: str, fi
     """(plan, hits) of an in-process search, or fail with one line."""
     milvus_error = _milvus_errors(cfg)
     idx = open_index(index, cfg)
-    try:
-        res = idx.search_result(query, top_k=top_k, mode=mode, filters=filters, explain=explain, preload=True)
-    except ValueError as exc:
-        fail(str(exc))
-    except milvus_error as exc:
-        fail(str(exc), "check that the Milvus server is up and milvus.uri is right")
+    with _rerank_errors():
+        try:
+            res = idx.search_result(query, top_k=top_k, mode=mode, filters=filters, explain=explain, preload=True)
+        except ValueError as exc:
+            fail(str(exc))
+        except milvus_error as exc:
+            fail(str(exc), "check that the Milvus server is up and milvus.uri is right")
     return res.plan, res.hits  # the plan as used (hybrid may switch rule once BM25 ran)
 
 
+@contextlib.contextmanager
+def _rerank_errors() -> Iterator[None]:
+    """A cross-encoder that cannot be loaded (search.rerank.model: a wrong path, a model not in the cache offline)
+    is one line; it loads on the first reranked search, so only searches meet it."""
+    try:
+        yield
+    except RuntimeError as exc:
+        from hanrag.search.rerank import RerankError
+
+        if not isinstance(exc, RerankError):
+            raise
+        fail(str(exc), "fix search.rerank.model (a local path, or a model id in the Hugging Face cache), "
+             "or set it to \"\" for no rerank")
+
+
 def _render_hits(plan, hits, explain: bool, out: Console | None = None) -> None:  # noqa: ANN001 - QueryPlan, list[Hit]
+    """The hits as a table (and the plan with ``explain``). Everything from the query, the corpus or a file name is
+    :func:`data`: a document holding ``[/]`` or ``[link=...]`` prints as written, never as rich markup."""
     from rich.table import Table
 
     out = out or console
     if explain:
-        out.print(
-            f"[bold]plan[/] lang={plan.lang} hanja={plan.hanja_ratio:.2f} mode={plan.mode} rule={plan.rule} "
-            f"weights bm25={plan.bm25_weight:.2f} dense={plan.dense_weight:.2f}", highlight=False)
-        out.print(f"  tokens: {' '.join(plan.tokens) or '—'}", highlight=False)
-        out.print(f"  terms: {', '.join(plan.terms) or '—'}", highlight=False)
+        out.print(Text.assemble(("plan", "bold"), data(
+            f" lang={plan.lang} hanja={plan.hanja_ratio:.2f} mode={plan.mode} rule={plan.rule} "
+            f"weights bm25={plan.bm25_weight:.2f} dense={plan.dense_weight:.2f}")), highlight=False)
+        out.print(data(f"  tokens: {' '.join(plan.tokens) or '—'}"), highlight=False)
+        out.print(data(f"  terms: {', '.join(plan.terms) or '—'}"), highlight=False)
         exps = ", ".join(f"{t} ×{w:.2f}" for t, w in plan.expansions)
-        out.print(f"  expansions: {exps or '—'}", highlight=False)
+        out.print(data(f"  expansions: {exps or '—'}"), highlight=False)
     if not hits:
         out.print("no hits")
         return
@@ -865,17 +960,18 @@ def _render_hits(plan, hits, explain: bool, out: Console | None = None) -> None:
         if h.also_in:
             src += f"\n(also in: {', '.join(h.also_in)})"
         text = " ".join(h.chunk.text.split())
-        row = [str(h.rank), f"{h.score:.3f}", h.chunk.lang, src, text[:160] + ("…" if len(text) > 160 else "")]
+        row = [str(h.rank), f"{h.score:.3f}", data(h.chunk.lang), data(src),
+               data(text[:160] + ("…" if len(text) > 160 else ""))]
         if explain and h.explanation:
             e = h.explanation
-            row.append(
+            row.append(data(
                 f"bm25 {f(e.bm25_raw)}→{f(e.bm25_norm)} ×{e.bm25_weight:.2f}\n"
                 f"dense {f(e.dense_raw)}→{f(e.dense_norm)} ×{e.dense_weight:.2f}\n"
                 f"{e.fusion} fused {e.fused:.3f} rerank {f(e.rerank)} penalty ×{e.penalty:.2f} = {e.final:.3f}\n"
                 f"rule {e.rule}; found by {'+'.join(e.found_by) or '—'}\n"
                 + "matched: "
                 + (" ".join(f"{t} ({how})" for t, how in e.matched_via) or "—")
-            )
+            ))
         table.add_row(*row)
     out.print(table)
 
@@ -904,7 +1000,7 @@ def eval_cmd(
     from hanrag.eval_report import markdown_report, per_query_markdown, per_query_report, write_report
 
     cfg = load(config)
-    note = (lambda text: err_console.print(f"[dim]{escape(text)}[/]")) if not json_out else None
+    note = (lambda text: err_console.print(data(text, "dim"))) if not json_out else None
     ranks: dict = {}  # set -> qid -> ranks, filled by the run: the reports carry it with or without --per-query
     if index is not None:
         if sets or mixed:
@@ -939,11 +1035,12 @@ def eval_cmd(
             payload["per_query"] = per_query_report(ranks)
         print_json(payload)
         return
-    console.print(markdown_report(results, title).split("## mrr@10")[0], highlight=False)
+    # markup off: the title names the index folder, query sets name their files
+    console.print(clean(markdown_report(results, title).split("## mrr@10")[0]), markup=False, highlight=False)
     if per_query:
         # markup off: query text such as "[error]" is text; soft wrap: a wide table row stays one line
         console.print(per_query_markdown(per_query_report(ranks)), markup=False, highlight=False, soft_wrap=True)
-    console.print(f"wrote {paths['markdown']}, {paths['json']}, {paths['chart']}")
+    console.print(data(f"wrote {paths['markdown']}, {paths['json']}, {paths['chart']}"))
 
 
 # --- build, doctor --------------------------------------------------------------------------------
@@ -986,6 +1083,7 @@ def build(
     from hanrag.embed import EmbedderError
     from hanrag.index.build import EmptyCorpusError, build_index
     from hanrag.index.store import IndexBuildError
+    from hanrag.lexicon import LexiconError
 
     cfg = load(config)
     _check_corpus_path(corpus)
@@ -998,6 +1096,9 @@ def build(
         fail(str(exc), f"check the folder and corpus.extensions; `hanrag lint {corpus}` lists what was read "
              "(--allow-empty publishes an empty index on purpose)")
         return
+    except LexiconError as exc:
+        fail(str(exc), _LEXICON_HINT)
+        return
     except (EmbedderError, IndexBuildError) as exc:
         fail(str(exc), "check the [embedder] config, or wait for the other build to finish")
         return
@@ -1008,7 +1109,7 @@ def build(
     if errors:  # -q only turns the progress bars off: problems in the corpus always show
         render_findings(errors, title="corpus findings")
     for line in report.summary_lines():
-        console.print(escape(line), style="bold yellow" if line.startswith("WARNING") else None, highlight=False)
+        console.print(data(line, "bold yellow" if line.startswith("WARNING") else ""), highlight=False)
 
 
 @app.command()
@@ -1026,12 +1127,12 @@ def doctor(
     if json_out:
         print_json({"ok": not has_errors, "problems": [p.to_dict() for p in problems]})
     elif not problems:
-        console.print(f"[green]ok[/]: {index} and the config agree")
+        console.print(f"[green]ok[/]: {plain(index)} and the config agree")
     else:
-        for p in problems:
+        for p in problems:  # messages name files and settings ("[embedder]"): data, not markup
             style = _SEVERITY_STYLE.get(p.severity, "")
-            console.print(f"[{style}]{p.severity}[/] {p.code}: {p.message}", highlight=False)
-            console.print(f"  [dim]fix: {p.fix}[/]", highlight=False)
+            console.print(Text.assemble(data(p.severity, style), data(f" {p.code}: {p.message}")), highlight=False)
+            console.print(data(f"  fix: {p.fix}", "dim"), highlight=False)
     if has_errors:
         raise typer.Exit(1)
 
@@ -1064,8 +1165,8 @@ def sync_confluence_cmd(
     if json_out:
         print_json(report.to_dict())
         return
-    for line in report.summary_lines():
-        console.print(line, highlight=False)
+    for line in report.summary_lines():  # page titles and space keys are data
+        console.print(data(line), highlight=False)
     if report.findings:
         render_findings(report.findings)
 

@@ -20,11 +20,16 @@ import json
 import logging
 import math
 import os
+import re
+import reprlib
+import stat
 import tomllib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from hanrag.records import MAX_TIER  # tiers 0-99, as the search filters take them
 
 # Every mode a setting can take, as a type: the field's annotation names its values, the loader checks them
 # (_literal_checks below builds the enum checks from these annotations: one list of values, one check).
@@ -38,6 +43,7 @@ XlingCalibration = Literal["center", "none"]
 DenseBackground = Literal["corpus", "language"]
 ConsistencyLevel = Literal["Strong", "Bounded", "Session", "Eventually"]
 BackendKind = Literal["embedded", "milvus"]
+LinkChannel = Literal["loanword", "hanja"]
 
 
 def literal_values(tp: Any) -> tuple[str, ...]:
@@ -211,6 +217,12 @@ class SearchConfig:
     # (hanrag/index/glossary.py): an equivalent weighs this share of what its term weighs (0 = off). Chosen by
     # benchmarks/fit.py over {0, .5, 1}: mean leave-one-set-out nDCG@10 .7433 / .7436 / .7311
     glossary_weight: float = 0.5
+    # Korean words linked to the English words of the same corpus, mined at build (hanrag/index/links.py): loanwords by
+    # their sound (디플로이먼트 = deployment) and Sino-Korean words through CC-CEDICT (변수 = variable). A query word's
+    # links share this weight (0 = off)
+    link_weight: float = 0.5
+    # the kinds of corpus links used: "loanword" (by sound), "hanja" (Sino-Korean words through CC-CEDICT)
+    link_channels: list[LinkChannel] = field(default_factory=lambda: ["loanword", "hanja"])
     # glossary pairs never used, named by either side (a wrong pair the build mined: "식물", "tamarind"); `GET /stats`
     # and Index.stats() show the glossary
     glossary_exclude: list[str] = field(default_factory=list)
@@ -224,6 +236,9 @@ class ServerConfig:
     max_query_chars: int = 1000
     max_top_k: int = 100
     max_body_bytes: int = 65536
+    # a request's head, and then its body, must arrive within this many seconds (slow clients are closed)
+    read_timeout_s: float = 10.0
+    max_connections: int = 256  # open connections at once; one more is answered 503 and closed
     corpus_root: str = ""
     # without an API key only requests whose Host header is a loopback name, the bound host or one of these
     # are answered (DNS rebinding); e.g. ["myhost.local"]
@@ -312,6 +327,15 @@ class Config:
         return p
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 3, 80, 80, 40
+
+
+def _short(value: Any) -> str:
+    """A value in an error message: one line, short and shallow, whatever a file or variable holds."""
+    return _REPR.repr(value)
+
+
 def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
@@ -347,32 +371,32 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
                 return _coerce(value, arg, where)
             except ConfigError:
                 continue
-        raise _KeyError(where, f"expected {' or '.join(_type_name(a) for a in args)}, got {value!r}")
+        raise _KeyError(where, f"expected {' or '.join(_type_name(a) for a in args)}, got {_short(value)}")
     if origin is list:
         if not isinstance(value, list):
-            raise _KeyError(where, f"expected a list, got {value!r}")
+            raise _KeyError(where, f"expected a list, got {_short(value)}")
         return [_coerce(v, args[0], f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
-            raise _KeyError(where, f"expected a table, got {value!r}")
+            raise _KeyError(where, f"expected a table, got {_short(value)}")
         return {str(k): _coerce(v, args[1], f"{where}.{k}") for k, v in value.items()}
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _KeyError(where, f"expected a number, got {value!r}")
+            raise _KeyError(where, f"expected a number, got {_short(value)}")
         if not math.isfinite(value):  # NaN / inf poison every score they touch
-            raise _KeyError(where, f"must be a finite number, got {value!r}")
+            raise _KeyError(where, f"must be a finite number, got {_short(value)}")
         return float(value)
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise _KeyError(where, f"expected an integer, got {value!r}")
+            raise _KeyError(where, f"expected an integer, got {_short(value)}")
         return value
     if tp is bool:
         if not isinstance(value, bool):
-            raise _KeyError(where, f"expected true or false, got {value!r}")
+            raise _KeyError(where, f"expected true or false, got {_short(value)}")
         return value
     if tp is str or origin is Literal:  # a Literal's values are checked in _validate, with the ranges
         if not isinstance(value, str):
-            raise _KeyError(where, f"expected a string, got {value!r}")
+            raise _KeyError(where, f"expected a string, got {_short(value)}")
         return value
     return value
 
@@ -413,7 +437,7 @@ _FALSE = {"false", "0", "no", "off"}
 def _parse_env(raw: str, tp: Any, var: str, key: str) -> Any:
     """An environment value read as the target field's type (the raw text for a string field)."""
     def bad(expected: str) -> ConfigError:
-        return ConfigError(f"environment variable {var}: {key} expects {expected}, got {raw!r}")
+        return ConfigError(f"environment variable {var}: {key} expects {expected}, got {_short(raw)}")
 
     text = raw.strip()
     if _is_union(tp):
@@ -430,10 +454,10 @@ def _parse_env(raw: str, tp: Any, var: str, key: str) -> Any:
         # the raw text (a numeric API key stays a string); a TOML-quoted string is unquoted
         if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
             try:
-                value = tomllib.loads(f"v = {text}")["v"]
+                value = _loads(f"v = {text}")["v"]
                 if isinstance(value, str):
                     return value
-            except tomllib.TOMLDecodeError:
+            except ConfigError:
                 pass
         return raw
     if tp is bool:
@@ -456,14 +480,14 @@ def _parse_env(raw: str, tp: Any, var: str, key: str) -> Any:
         item = typing.get_args(tp)[0]
         if text.startswith("["):
             try:
-                return tomllib.loads(f"v = {text}")["v"]
-            except tomllib.TOMLDecodeError as exc:
-                raise ConfigError(f"environment variable {var}: {key}: invalid TOML array ({exc})") from None
+                return _loads(f"v = {text}")["v"]
+            except ConfigError as exc:
+                raise ConfigError(f"environment variable {var}: {key}: not a TOML array we read ({exc})") from None
         return [_parse_env(p, item, var, key) for p in (s.strip() for s in raw.split(",")) if p]
     # tables and lists of tables: a TOML value (inline table / array of inline tables)
     try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError as exc:
+        return _loads(f"v = {text}")["v"]
+    except ConfigError as exc:
         raise ConfigError(f"environment variable {var}: {key} expects a TOML value ({exc})") from None
 
 
@@ -516,6 +540,64 @@ def from_dict(data: dict[str, Any], source: str = "<config>", origins: dict[str,
     return cfg
 
 
+# A config is a few kilobytes of settings, four tables deep at most: far past that it is another file, or an attack on
+# whoever reads it (the server reads the config a relayed `hanrag search` names, hanrag/cli.py relayed_search)
+MAX_CONFIG_BYTES = 256 * 1024
+MAX_CONFIG_DEPTH = 16
+
+
+def read_config_text(path: Path) -> str:
+    """The text of a config file: a regular file of at most :data:`MAX_CONFIG_BYTES`, UTF-8 (a BOM allowed), never
+    read past that bound (a FIFO, a device or a huge file is refused before or while reading)."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; on a regular file it changes nothing
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise ConfigError(f"cannot read it ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError("not a regular file")
+        raw = fh.read(MAX_CONFIG_BYTES + 1)
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"larger than {MAX_CONFIG_BYTES // 1024} KiB: not a hanrag config (`hanrag init` writes one)")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def _loads(text: str) -> dict[str, Any]:
+    """``tomllib.loads`` within hanrag's bounds: ConfigError (message without a prefix) for invalid TOML, for more
+    than :data:`MAX_CONFIG_BYTES` and for values nested deeper than :data:`MAX_CONFIG_DEPTH` (tomllib recurses
+    once per level of arrays and inline tables: thousands of them would end in RecursionError)."""
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"larger than {MAX_CONFIG_BYTES // 1024} KiB")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML: {exc}") from None
+    except RecursionError:
+        data = None
+    if data is None or _too_deep(data):
+        raise ConfigError(f"invalid TOML: nested deeper than {MAX_CONFIG_DEPTH} levels (arrays and tables)")
+    return data
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether tables and arrays nest deeper than :data:`MAX_CONFIG_DEPTH` (walked without recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth >= MAX_CONFIG_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def load_config(path: str | Path | None = None, *, env: bool = True,
                 environ: typing.Mapping[str, str] | None = None) -> Config:
     """Read ``path`` (or defaults when None), apply the overrides of ``environ`` (default: this process's
@@ -529,11 +611,9 @@ def load_config(path: str | Path | None = None, *, env: bool = True,
         if not p.is_file():
             raise ConfigError(f"{p}: config file not found (create one with `hanrag init`)")
         try:
-            data = tomllib.loads(p.read_text(encoding="utf-8-sig"))
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"{p}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{p}: invalid TOML: {exc}") from None
+            data = _loads(read_config_text(p))
+        except ConfigError as exc:
+            raise ConfigError(f"{p}: {exc}") from None
         base_dir = str(p.resolve().parent)
     origins: dict[str, str] = {}
     if env:
@@ -550,6 +630,15 @@ def load_config(path: str | Path | None = None, *, env: bool = True,
 # by dotted key; "[]" applies a check to each element of a list ("search.rules[].bm25").
 
 Check = tuple[str, Any, Any]  # ("range", lo, hi) with lo/hi as (value, inclusive) | ("enum", values, None)
+
+# Bounds where the machine is: past them a value is no setting but an overflow, a hang or a crash further down
+# (an int past int64 in NumPy, a read of 10**26 bytes, 100,000 native threads). Every number not bounded in CHECKS
+# gets the generic bounds; the ones that matter here are explicit.
+MAX_INT = 2**31 - 1
+MAX_FLOAT = 1e9
+MAX_FILE_BYTES = 1 << 30  # a corpus file is read whole into memory
+_CORES = os.cpu_count() or 1
+MAX_THREADS = 4 * _CORES  # embedder threads beyond this only contend (and 100,000 of them crash the runtime)
 
 
 def _rng(lo: float | None = None, hi: float | None = None, lo_open: bool = False, hi_open: bool = False) -> Check:
@@ -576,41 +665,48 @@ def _literal_checks(cls: Any, pattern: str = "") -> dict[str, Check]:
 
 
 CHECKS: dict[str, Check] = {
-    "corpus.max_file_bytes": _rng(1),
+    "corpus.max_file_bytes": _rng(1, MAX_FILE_BYTES),
+    "corpus.default_tier": _rng(0, MAX_TIER),
+    "corpus.tiers{}": _rng(0, MAX_TIER),
+    "corpus.source_pattern": ("regex", None, None),
     "corpus.max_lines_info": _rng(1),
     "corpus.mixed_topic_lines": _rng(1),
-    "chunking.chunk_size": _rng(32),
+    "chunking.chunk_size": _rng(32, 100_000),
     "chunking.heading_level": _rng(1, 6),
     "search.glossary_weight": _rng(0, 1),
+    "search.link_weight": _rng(0, 6),
     "lexicon.expansion_weight": _rng(0, 1),
     "bm25.k1": _rng(0, 10),
     "bm25.b": _rng(0, 1),
     "embedder.cache_max_gb": _rng(0, lo_open=True),
-    "embedder.threads": _rng(0),
+    "embedder.threads": _rng(0, MAX_THREADS),
     "embedder.onnx_quant": _enum("int8", "q4", "fp32"),
-    "embedder.max_seq_length": _rng(1),
-    "embedder.batch_size": _rng(1),
-    "index.keep_snapshots": _rng(1),
+    "embedder.max_seq_length": _rng(1, 8192),
+    "embedder.batch_size": _rng(1, 4096),
+    "index.keep_snapshots": _rng(1, 1000),
     "index.dedup_threshold": _rng(0, 1, lo_open=True),
     "search.rrf_k": _rng(0, lo_open=True),
-    "search.candidates": _rng(0),
+    "search.candidates": _rng(0, 10_000),
     "search.rules[].bm25": _rng(0, 1),
     "search.rules[].dense": _rng(0, 1),
     "search.rules[].min_hanja_ratio": _rng(0, 1),
     "search.diversity_factors[]": _rng(0, 1, lo_open=True),
-    "search.rerank.candidates": _rng(1),
-    "search.rerank.batch_size": _rng(1),
-    "search.rerank.max_length": _rng(1),
+    "search.rerank.candidates": _rng(1, 1000),
+    "search.rerank.batch_size": _rng(1, 4096),
+    "search.rerank.max_length": _rng(1, 8192),
     "search.rerank.blend": _rng(0, 1),
     "search.xling_min_evidence": _rng(0, 1),
     "server.port": _rng(1, 65535),
-    "server.max_query_chars": _rng(1),
+    "server.max_query_chars": _rng(1, 100_000),
     "server.max_top_k": _rng(1),
-    "server.max_body_bytes": _rng(1),
+    "server.max_body_bytes": _rng(1, 64 * 1024 * 1024),
+    "server.read_timeout_s": _rng(0, 3600, lo_open=True),
+    "server.max_connections": _rng(1, 10_000),
     "confluence.page_limit": _rng(1),
-    "confluence.timeout_s": _rng(0, lo_open=True),
+    "confluence.timeout_s": _rng(0, 3600, lo_open=True),
+    "confluence.tier": _rng(0, MAX_TIER),
     "confluence.fetch_batch": _rng(1),
-    "milvus.timeout_s": _rng(0, lo_open=True),
+    "milvus.timeout_s": _rng(0, 3600, lo_open=True),
     "milvus.hnsw_m": _rng(1),
     "milvus.hnsw_ef_construction": _rng(1),
     "milvus.hnsw_ef": _rng(1),
@@ -624,6 +720,8 @@ CHECKS.update(_literal_checks(Config))
 
 def _describe(check: Check) -> str:
     kind, a, b = check
+    if kind == "regex":
+        return "a regular expression that cannot backtrack catastrophically"
     if kind == "enum":
         return "one of " + ", ".join(repr(v) for v in a)
     (lo, lo_in), (hi, hi_in) = a, b
@@ -634,6 +732,8 @@ def _describe(check: Check) -> str:
 
 def _passes(value: Any, check: Check) -> bool:
     kind, a, b = check
+    if kind == "regex":
+        return True  # checked with its own message in _validate
     if kind == "enum":
         return (value.upper() in {v.upper() for v in a}) if b and isinstance(value, str) else value in a
     (lo, lo_in), (hi, hi_in) = a, b
@@ -664,12 +764,21 @@ def _validate(cfg: Config) -> None:
         if value is None:  # an optional condition left unset
             continue
         check = CHECKS.get(pattern)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number and abs(value) > (MAX_INT if isinstance(value, int) else MAX_FLOAT):
+            raise _KeyError(key, f"must be at most {MAX_INT if isinstance(value, int) else MAX_FLOAT:,g}, "
+                            f"got {_short(value)}")
         if check is None:
-            if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
-                raise _KeyError(key, f"must be >= 0, got {value!r}")
+            if number and value < 0:
+                raise _KeyError(key, f"must be >= 0, got {_short(value)}")
+            continue
+        if check[0] == "regex":
+            if problem := regex_problem(value):
+                raise _KeyError(key, problem)
             continue
         if not _passes(value, check):
-            raise _KeyError(key, f"must be {_describe(check)}, got {value!r}")
+            hint = f" ({MAX_THREADS // _CORES} x this machine's {_CORES} cores)" if key == "embedder.threads" else ""
+            raise _KeyError(key, f"must be {_describe(check)}{hint}, got {_short(value)}")
     c = cfg.chunking
     if not 0 <= c.overlap < c.chunk_size // 2:
         raise _KeyError("chunking.overlap", f"must be in [0, chunk_size/2), got {c.overlap}")
@@ -680,3 +789,52 @@ def _validate(cfg: Config) -> None:
     for i, rule in enumerate(cfg.search.rules):
         if rule.bm25 + rule.dense <= 0:
             raise _KeyError(f"search.rules[{i}]", "bm25 + dense weights must be > 0")
+
+
+# --- user regular expressions --------------------------------------------------------------------
+#
+# Python's re has no timeout, and a pattern such as ^(a+)+$ takes exponential time on a line of a's followed by
+# another character: a corpus file would hang lint, chunk and build. A pattern is refused when a repeat that is
+# unbounded holds another repeat or an alternation (the shapes that backtrack exponentially); atomic groups and
+# possessive quantifiers (?>...), a*+ are accepted, as they never backtrack.
+
+def regex_problem(pattern: str) -> str | None:
+    """Why ``pattern`` is not usable as a user regex (invalid, or catastrophic backtracking), or None."""
+    from re import _constants as sre  # the stdlib's own parse of a pattern (3.11+)
+    from re import _parser
+
+    try:
+        re.compile(pattern, re.MULTILINE)
+        parsed = _parser.parse(pattern, re.MULTILINE)
+    except (re.error, RecursionError, OverflowError) as exc:
+        return f"not a valid regular expression ({exc})"
+    repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT)
+
+    def risky(items: Any, in_unbounded: bool) -> bool:
+        for op, av in items:
+            if op in repeats:
+                _, hi, sub = av
+                if in_unbounded and hi > 1:
+                    return True  # a repeat inside an unbounded repeat: (a+)+, (\w+\s?)*
+                if risky(sub, in_unbounded or hi == sre.MAXREPEAT):
+                    return True
+            elif op is sre.BRANCH:
+                if in_unbounded:
+                    return True  # alternatives inside an unbounded repeat: (a|aa)+
+                if any(risky(branch, in_unbounded) for branch in av[1]):
+                    return True
+            elif op is sre.SUBPATTERN:
+                if risky(av[-1], in_unbounded):
+                    return True
+            elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                if risky(av[1], in_unbounded):
+                    return True
+            elif op is sre.GROUPREF_EXISTS:
+                if any(branch is not None and risky(branch, in_unbounded) for branch in av[1:]):
+                    return True
+        return False  # ATOMIC_GROUP and POSSESSIVE_REPEAT never backtrack into themselves
+
+    if risky(parsed, False):
+        return ("may backtrack catastrophically (a repeat or an alternation inside an unbounded repeat, as in "
+                "^(a+)+$); rewrite it, or make the inner part atomic with (?>...) or possessive with *+ / ++")
+    return None

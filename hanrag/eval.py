@@ -188,6 +188,9 @@ def ablation_configs(cfg) -> dict:  # noqa: ANN001 - Config
         "no diversity": ("hybrid", v(diversity=False)),
         "no cross-lingual": ("hybrid", v(cross_lingual=False)),
         "no glossary": ("hybrid", v(glossary_weight=0.0)),
+        "no corpus links": ("hybrid", v(link_weight=0.0)),
+        "loanword links only": ("hybrid", v(link_channels=["loanword"])),
+        "hanja links only": ("hybrid", v(link_channels=["hanja"])),
         "hanrag default": ("hybrid", v()),
     }
     if cfg.search.rerank.model:
@@ -288,7 +291,7 @@ def run_ablations(
                 ranked: dict[str, float] = {}
                 for h in hits:  # a document's best chunk stands for it
                     for doc in (h.chunk.doc_id, *(also or {}).get(h.chunk.chunk_id, ())):
-                        ranked.setdefault(_strip(doc, task.prefix), float(h.score) - 1e-9 * len(ranked))
+                        ranked.setdefault(run_doc_id(doc, task.prefix), float(h.score) - 1e-9 * len(ranked))
                 run[q.qid] = ranked
                 if per_query is not None:
                     entry = per_query.setdefault(task.name, {}).setdefault(q.qid, {"text": q.text, "ranks": {}})
@@ -306,7 +309,9 @@ def first_relevant_rank(ranked: dict[str, float], judged: dict[str, int]) -> int
     return next((i for i, doc in enumerate(order, 1) if judged.get(doc, 0) >= 1), None)
 
 
-def _strip(doc_id: str, prefix: str) -> str:
+def run_doc_id(doc_id: str, prefix: str) -> str:
+    """A chunk's document as a task's run names it: without the task's prefix, and ``other:<id>`` for a document of
+    another set in a merged index."""
     if not prefix:
         return doc_id
     return doc_id[len(prefix) :] if doc_id.startswith(prefix) else "other:" + doc_id

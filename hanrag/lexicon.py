@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -88,13 +90,26 @@ def lexicon_homographs(path: Path) -> set[str]:
     return out
 
 
+MAX_LEXICON_BYTES = 64 * 1024 * 1024  # the bundled ones are ~100 KB; a bigger file is not a lexicon
+
+
 def _read_lexicon_text(path: Path) -> str:
+    """The text of a lexicon file: a regular file of at most :data:`MAX_LEXICON_BYTES` (a FIFO, a device or a huge
+    file named by mistake is refused in one line, never read whole)."""
     try:
-        raw = path.read_bytes()
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; on a regular file it changes nothing
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise LexiconError(f"{path}: not a lexicon file (not a regular file)")
+            raw = fh.read(MAX_LEXICON_BYTES + 1)
     except FileNotFoundError:
         raise LexiconError(f"{path}: lexicon file not found") from None
     except OSError as exc:
-        raise LexiconError(f"{path}: cannot read ({exc.strerror})") from None
+        raise LexiconError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_LEXICON_BYTES:
+        raise LexiconError(f"{path}: larger than {MAX_LEXICON_BYTES >> 20} MiB: not a lexicon file")
+    if b"\x00" in raw[:8192]:
+        raise LexiconError(f"{path}: not a lexicon file (binary data); a lexicon is UTF-8 text, term<TAB>equivalent")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import operator
+import reprlib
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,15 +23,57 @@ SEARCH_MODES: tuple[str, ...] = typing.get_args(SearchMode)
 PROVENANCES: tuple[str, ...] = typing.get_args(Provenance)
 
 
+# One set of search limits for every entry (CLI, Python API, /search, /cli/search, MCP): the HTTP models
+# (hanrag/server/models.py) publish these bounds in the schema, :class:`SearchLimits` checks them everywhere else.
+HARD_MAX_TOP_K = 100  # server.max_top_k is capped here: a bigger result list is a scan, not a search
+MAX_TIER = 99  # tiers are the leading number of a top-level folder: 0 (own notes) to 99
+MAX_GLOB_CHARS = 500  # a source glob longer than this is no path pattern, only matching work
+MAX_FILTER_VALUES = 64  # tier / label values per filter
+LANGS: tuple[str, ...] = typing.get_args(Lang)
+
+
 def check_query(query: str, max_chars: int) -> str:
     """The CLI's check of the query limit that the HTTP server and MCP apply through their request model
     (``server.max_query_chars``): ValueError for a blank query or one longer than ``max_chars``."""
-    if not query.strip():
-        raise ValueError("the query is blank")
-    if len(query) > max_chars:
+    if not isinstance(query, str):
+        raise ValueError(f"the query must be a string, got {type(query).__name__}")
+    if len(query) > max_chars:  # before strip(): a megabyte of blanks costs nothing to refuse
         raise ValueError(f"the query is {len(query):,} characters long; the limit is {max_chars:,} "
                          "(server.max_query_chars)")
+    if not query.strip():
+        raise ValueError("the query is blank")
     return query
+
+
+def _integer(value: Any, what: str) -> int:
+    """``value`` as an int (numpy integers too), never a bool or a float: ValueError otherwise."""
+    if isinstance(value, bool):
+        raise ValueError(f"{what} must be an integer, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ValueError(f"{what} must be an integer, got {_short(value)}") from None
+
+
+def _short(value: Any) -> str:
+    """A repr that stays one short line, whatever a client sent."""
+    text = reprlib.repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_top_k(top_k: Any, max_top_k: int = HARD_MAX_TOP_K) -> int:
+    top_k = _integer(top_k, "top_k")
+    if not 1 <= top_k <= max_top_k:
+        raise ValueError(f"top_k must be in [1, {max_top_k}] (server.max_top_k), got {_short(top_k)}")
+    return top_k
+
+
+def check_tier(tier: Any) -> int:
+    tier = _integer(tier, "tier")
+    if not 0 <= tier <= MAX_TIER:
+        raise ValueError(f"tier must be in [0, {MAX_TIER}] (the leading number of a top-level folder), "
+                         f"got {_short(tier)}")
+    return tier
 
 
 def check_mode(mode: str) -> SearchMode:
@@ -218,3 +262,53 @@ class Filters(_Record):
         ):
             return False
         return all(label in chunk.labels for label in self.labels)
+
+
+@dataclass(frozen=True)
+class SearchLimits:
+    """The bounds of one search, the same at every entry: the CLI, the Python API, ``POST /search``, the relayed
+    ``hanrag search`` and MCP (the HTTP models publish the same numbers in the schema). ValueError names the
+    argument that is out of bounds, in one line."""
+
+    max_query_chars: int = 1000
+    max_top_k: int = HARD_MAX_TOP_K
+
+    @classmethod
+    def of(cls, server: Any) -> SearchLimits:
+        """The limits of a ``[server]`` section (:class:`hanrag.config.ServerConfig`); top_k capped at
+        :data:`HARD_MAX_TOP_K`."""
+        return cls(server.max_query_chars, max(1, min(server.max_top_k, HARD_MAX_TOP_K)))
+
+    @property
+    def max_glob_chars(self) -> int:
+        return min(self.max_query_chars, MAX_GLOB_CHARS)
+
+    def check(self, query: Any, top_k: Any, mode: Any, filters: Filters | None) -> None:
+        check_query(query, self.max_query_chars)
+        check_top_k(top_k, self.max_top_k)
+        check_mode(mode)
+        if filters is not None:
+            self.check_filters(filters)
+
+    def check_filters(self, filters: Any) -> None:
+        if not isinstance(filters, Filters):
+            raise ValueError(f"filters must be a hanrag Filters, got {type(filters).__name__}")
+        for name in ("lang", "tier", "provenance", "labels"):
+            values = getattr(filters, name)
+            if not isinstance(values, tuple | list) or len(values) > MAX_FILTER_VALUES:
+                raise ValueError(f"filter {name}: at most {MAX_FILTER_VALUES} values in a tuple, got {_short(values)}")
+        for lang in filters.lang:
+            if lang not in LANGS:
+                raise ValueError(f"filter lang must be {', '.join(LANGS)}, got {_short(lang)}")
+        for tier in filters.tier:
+            check_tier(tier)
+        for pv in filters.provenance:
+            if pv not in PROVENANCES:
+                raise ValueError(f"filter provenance must be {' or '.join(PROVENANCES)}, got {_short(pv)}")
+        for label in filters.labels:
+            if not isinstance(label, str) or len(label) > self.max_query_chars:
+                raise ValueError(f"filter labels: each a string of at most {self.max_query_chars} characters")
+        glob = filters.source_glob
+        if not isinstance(glob, str) or len(glob) > self.max_glob_chars:
+            raise ValueError(f"the source glob must be a string of at most {self.max_glob_chars} characters, "
+                             f"got {len(glob) if isinstance(glob, str) else _short(glob)}")

@@ -11,6 +11,10 @@ Rules (each finding names the file):
   contaminate chunks.
 * ``ai-draft`` (info): AI-written text; excluded from the index unless
   ``corpus.include_ai_draft``, and always tagged on its chunks when included.
+* ``long-line`` (info): a line over :data:`LONG_LINE` characters (minified or generated text):
+  the chunker cuts it at sentence ends and spaces, or anywhere when it has none.
+* ``long-token`` (info): a run of over :data:`LONG_TOKEN` characters without whitespace (base64,
+  a hash list, a glued table): it is cut mid-token and no query matches its pieces.
 * findings met while reading (encodings, binary, empty, too large) are passed through.
 """
 
@@ -20,6 +24,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from hanrag.config import Config
 from hanrag.records import Document, Finding
 from hanrag.sources import read_corpus
@@ -27,6 +33,9 @@ from hanrag.sources import read_corpus
 _SEPARATOR = re.compile(r"^ {0,3}-{3,}[ \t]*$", re.MULTILINE)
 _SUB_HEADING = re.compile(r"^ {0,3}#{2,6}[ \t]+\S", re.MULTILINE)
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+LONG_LINE = 20_000  # characters; a long paragraph of prose is a few thousand
+LONG_TOKEN = 5_000  # characters without whitespace; well above a URL or a long CJK sentence
+_WHITESPACE = np.array([c for c in range(0x3001) if chr(c).isspace()], dtype=np.uint32)
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,32 @@ def _line_count(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
 
 
+def _longest_run(codes: np.ndarray, breaks: np.ndarray) -> tuple[int, int]:
+    """(length, 0-based index) of the longest run of ``codes`` between positions where ``breaks`` holds."""
+    edges = np.concatenate(([-1], np.flatnonzero(breaks), [len(codes)]))
+    lengths = np.diff(edges) - 1
+    i = int(np.argmax(lengths))
+    return int(lengths[i]), i
+
+
+def _code_points(text: str) -> np.ndarray:
+    # vectorised: a 20 MB file of one-character lines is ten million lines, too many to loop over
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def _longest_line(text: str) -> tuple[int, int]:
+    """(length, 1-based line number) of the longest line."""
+    codes = _code_points(text)
+    length, index = _longest_run(codes, codes == 10)
+    return length, index + 1
+
+
+def _longest_token(text: str) -> int:
+    """Length of the longest run without whitespace (``str.isspace``, as ``str.split`` sees it)."""
+    codes = _code_points(text)
+    return _longest_run(codes, np.isin(codes, _WHITESPACE))[0]
+
+
 def lint_document(doc: Document, cfg: Config) -> list[Finding]:
     c = cfg.corpus
     findings: list[Finding] = []
@@ -73,6 +108,17 @@ def lint_document(doc: Document, cfg: Config) -> list[Finding]:
                     f"mixed topics: {lines} lines with no '---' separator and no '##' heading; "
                     "split topics so chunks do not mix them")
         )
+    longest, at = _longest_line(doc.text) if len(doc.text) > LONG_LINE else (0, 0)
+    if longest > LONG_LINE:
+        findings.append(Finding(doc.path, "info", "long-line",
+                                f"a line of {longest:,} characters (over {LONG_LINE:,}; line {at:,} of the text read, "
+                                "after front matter or conversion); it is cut into chunks at sentence ends and "
+                                "spaces, or anywhere when it has none"))
+    token = _longest_token(doc.text) if len(doc.text) > LONG_TOKEN else 0
+    if token > LONG_TOKEN:
+        findings.append(Finding(doc.path, "info", "long-token",
+                                f"{token:,} characters without a space or line break (over {LONG_TOKEN:,}: base64, "
+                                "a hash, glued text?); it is cut mid-token and its pieces match no query"))
     if doc.provenance == "ai-draft":
         state = "included in the index, tagged ai-draft" if c.include_ai_draft else "excluded from the index"
         findings.append(Finding(doc.path, "info", "ai-draft", f"AI-written draft; {state}"))

@@ -34,7 +34,8 @@ def test_help_renders_brackets_and_conventional_names() -> None:
 def test_filters_are_checked_like_lang(tmp_path: Path) -> None:
     for args, message in [
         (["--provenance", "humen"], "--provenance must be human or ai-draft"),
-        (["--tier", "-1"], "--tier must be 0 or more"),
+        (["--tier", "-1"], "--tier must be in 0-99"),
+        (["--tier", "100"], "--tier must be in 0-99"),
         (["--lang", "kr"], "--lang must be ko, zh or en"),
     ]:
         result = runner.invoke(app, ["search", str(tmp_path / "ix"), "롤백", *args])

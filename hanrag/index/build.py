@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from hanrag import __version__
-from hanrag.chunking import chunk_document
+from hanrag.chunking import chunk_corpus
 from hanrag.config import Config
 from hanrag.embed import Embedder, identity_key
 from hanrag.fsutil import read_npy_header
@@ -33,6 +33,7 @@ from hanrag.index.cache import CACHE_DIR, EmbeddingCache, TokenCache, iter_token
 from hanrag.index.dedup import folded_pairs_report, mark_duplicates
 from hanrag.index.dense import ANN_FILE, build_ann
 from hanrag.index.glossary import mine_glossary
+from hanrag.index.links import sound_keys
 from hanrag.index.snapshot import write_chunk_records
 from hanrag.index.sparse import SparseBuilder
 from hanrag.records import Chunk, Finding
@@ -510,8 +511,11 @@ def build_from_chunks(
             sparse = postings.build(cfg.bm25)
             del postings
             sparse.save(writer.path / "sparse")
-            del sparse
             timings["sparse"] = time.perf_counter() - t
+            t = time.perf_counter()
+            keys = sound_keys(sparse.vocab, np.diff(sparse.indptr), (c.text for c in chunks))
+            del sparse
+            timings["links"] = time.perf_counter() - t
             t = time.perf_counter()
             write_chunk_records(writer.path, chunks)  # streamed, with the offsets and id lookup
             writer.write_npy("dup_of.npy", _dup_rows(chunks, dup_map))
@@ -545,6 +549,8 @@ def build_from_chunks(
                 "dense_mean_by_lang": {g: [round(float(x), 6) for x in m] for g, m in vec.lang_means.items()},
                 # the Korean <-> English pairs the corpus glosses itself (활성 프로브(liveness probe)): query expansion
                 "glossary": glossary,
+                # the corpus's English words and Korean loanwords by sound, to link across them (오토베큠 = autovacuum)
+                "sound_keys": keys,
                 "tokens": tok,
                 "dense_index": dense_index,
                 "dedup": dedup_info,
@@ -634,13 +640,14 @@ def build_index(
         prepared = prepare_corpus(corpus, cfg)
     if not prepared.indexable and not allow_empty:
         raise EmptyCorpusError(corpus, prepared, cfg.corpus.extensions)
-    chunks = [c for doc in prepared.indexable for c in chunk_document(doc, cfg.chunking)]
+    # a document that cannot be chunked, or is cut at the chunk cap, is a finding; the rest still builds
+    chunks, chunk_findings = chunk_corpus(prepared.indexable, cfg.chunking)
     return build_from_chunks(
         chunks,
         index_dir,
         cfg,
         embedder=embedder,
-        findings=prepared.findings,
+        findings=(*prepared.findings, *chunk_findings),
         excluded=prepared.excluded,
         documents=len(prepared.indexable),
         progress=progress,

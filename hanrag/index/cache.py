@@ -260,7 +260,7 @@ def iter_tokens(cache: TokenCache, analyzer: Any, texts: Sequence[str], langs: S
     many = getattr(analyzer, "tokenize_many", None)
     for s in range(0, len(keys), batch):
         part = keys[s : s + batch]
-        missing = [s + i for i, k in enumerate(part) if k not in cache]
+        missing = list({k: s + i for i, k in enumerate(part) if k not in cache}.values())  # once per distinct text
         if missing:
             todo_texts = [texts[i] for i in missing]
             todo_langs = [langs[i] for i in missing]

@@ -14,6 +14,12 @@ Candidates come from MinHash + LSH banding (near-linear in the number of chunks)
 candidate is then verified with the exact Jaccard of the two shingle sets, so the
 threshold means what it says. The kept copy is the first in priority order: better
 (lower) tier first, then the earlier document, then position in the document.
+
+Linear on repetitive text: a bucket remembers only kept chunks, at most :data:`_PER_DOC` of
+one document and :data:`_BUCKET_CAP` in all (a file of one repeated line puts thousands of
+its own chunks in one bucket), a chunk is never compared with its own document's chunks,
+and at most :data:`_MAX_VERIFY` candidates are verified per chunk. Ordinary corpora never
+reach these caps (a bucket holds a handful of chunks), so their result is the exhaustive one.
 """
 
 from __future__ import annotations
@@ -33,7 +39,11 @@ NUM_PERM = 128
 BANDS, ROWS = 32, 4  # LSH: P(candidate) = 1 - (1 - J^4)^32 -> .9998 at J=.7, .23 at J=.3 (then verified)
 _MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 _NON_WORD = re.compile(r"[\W_]+")  # punctuation, symbols and whitespace in every script
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _PRIME = np.uint64(1099511628211)
+_PER_DOC = 4  # kept chunks of one document a bucket remembers (the earliest: the ones a copy folds into)
+_BUCKET_CAP = 64  # kept chunks a bucket remembers in all
+_MAX_VERIFY = 32  # candidates verified per chunk, highest priority first
 
 
 @dataclass(frozen=True)
@@ -61,7 +71,9 @@ def normalise(text: str, t2s: Callable[[str], str] | None = None) -> str:
     """The text a copy shares with its original: NFKC, casefolded, simplified, letters and digits only."""
     t = unicodedata.normalize("NFKC", text).casefold()
     if t2s is not None:
-        t = t2s(t)
+        # OpenCC encodes its input: a lone surrogate (readers replace them, a connector might not) would
+        # raise UnicodeEncodeError and stop the build; text without one is unchanged
+        t = t2s(_SURROGATE.sub("\ufffd", t))
     return _NON_WORD.sub("", t)
 
 
@@ -69,7 +81,9 @@ def shingles(norm: str, k: int = SHINGLE) -> np.ndarray:
     """Sorted unique 64-bit hashes of the character k-grams (the whole text when shorter than k)."""
     if not norm:
         return np.zeros(0, np.uint64)
-    codes = np.frombuffer(norm.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    # surrogatepass: a lone surrogate (readers replace them, connectors might not) is a code point like any
+    # other here, never an UnicodeEncodeError that stops the build; other text encodes as before
+    codes = np.frombuffer(norm.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.uint64)
     if len(codes) < k:
         k = len(codes)
     n = len(codes) - k + 1
@@ -167,6 +181,7 @@ def mark_duplicates(
     buckets = _band_buckets(sigs)
     del sigs
     band_keys = _position_keys(buckets, n)
+    del buckets
     shingle_sets = _LazyShingles(chunks, order, t2s)
     docs = [chunks[r].doc_id for r in order]
     never = excluded_rows(chunks, exclude)[order]
@@ -174,18 +189,22 @@ def mark_duplicates(
     target = np.full(n, -1, dtype=np.int64)
     pairs: list[FoldedPair] = []
     verified = 0
+    # per shared bucket, the kept chunks processed so far that a later one may fold into (see _remember)
+    members: dict[tuple[int, int], _Bucket] = {}
     for pos in range(n):
         if never[pos] or empty[pos] or pos not in band_keys:
             continue
+        keys = band_keys[pos]
         earlier: set[int] = set()
-        for band, key in band_keys.get(pos, ()):
-            for other in buckets[band][key]:
-                if other >= pos:
-                    break
-                earlier.add(other)
+        for key in keys:
+            bucket = members.get(key)
+            if bucket is not None:
+                earlier.update(bucket.others(docs[pos]))
+        checked = 0
         for other in sorted(earlier):  # highest priority first: fold into the most authoritative copy
-            if not kept[other] or never[other] or docs[other] == docs[pos]:
-                continue
+            if checked >= _MAX_VERIFY:
+                break
+            checked += 1
             verified += 1
             j = jaccard(shingle_sets[pos], shingle_sets[other])
             if j >= threshold:
@@ -193,10 +212,38 @@ def mark_duplicates(
                 target[pos] = other
                 pairs.append(FoldedPair(int(order[pos]), int(order[other]), round(j, 4)))
                 break
+        if kept[pos]:
+            for key in keys:
+                members.setdefault(key, _Bucket()).remember(pos, docs[pos])
     dup_positions = np.flatnonzero(~kept)
     dup_of[order[dup_positions]] = order[target[dup_positions]]
     groups = len(set(dup_of[dup_of >= 0].tolist()))
     return DedupResult(dup_of, int(dup_positions.size), groups, threshold, tuple(pairs), verified)
+
+
+class _Bucket:
+    """The kept chunks of one LSH bucket that later chunks are compared with, bounded.
+
+    Only kept chunks are remembered (a folded one is never a fold target), at most ``_PER_DOC`` per
+    document (the earliest, which a copy would fold into first) and ``_BUCKET_CAP`` in all, so a bucket
+    full of one file's repeated chunks, or of 20,000 identical notes, costs constant work per chunk.
+    """
+
+    __slots__ = ("by_doc", "size")
+
+    def __init__(self) -> None:
+        self.by_doc: dict[str, list[int]] = {}
+        self.size = 0
+
+    def remember(self, pos: int, doc: str) -> None:
+        mine = self.by_doc.setdefault(doc, [])
+        if len(mine) < _PER_DOC and self.size < _BUCKET_CAP:
+            mine.append(pos)
+            self.size += 1
+
+    def others(self, doc: str) -> list[int]:
+        """Remembered chunks of every document but ``doc`` (a document is never compared with itself)."""
+        return [p for d, ps in self.by_doc.items() if d != doc for p in ps]
 
 
 class _LazyShingles:
@@ -214,7 +261,7 @@ class _LazyShingles:
 
 
 def _position_keys(buckets: list[dict[int, list[int]]], n: int) -> dict[int, list[tuple[int, int]]]:
-    """position -> (band, bucket key) of every shared bucket it sits in."""
+    """position -> (band, bucket key) of every shared bucket it sits in (in band order)."""
     out: dict[int, list[tuple[int, int]]] = {}
     for band, b in enumerate(buckets):
         for key, members in b.items():

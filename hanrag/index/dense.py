@@ -112,6 +112,25 @@ def top_k_rows(
 # --- the HNSW graph -----------------------------------------------------------------------------
 
 
+def usearch_index():  # noqa: ANN201 - the usearch.index module
+    """``usearch.index``, imported after onnxruntime when that is installed.
+
+    ``import usearch.compiled`` followed by ``import onnxruntime`` segfaults (usearch 2.26.6, onnxruntime 1.32;
+    the other order works), and a process that opens a graph goes on to load the default (onnx) embedder:
+    search, serve, doctor. So onnxruntime is imported first (0.2-0.3 s that its embedder pays anyway)."""
+    import importlib
+    import importlib.util
+    import sys
+
+    if "usearch.compiled" not in sys.modules and "onnxruntime" not in sys.modules:
+        try:
+            if importlib.util.find_spec("onnxruntime") is not None:
+                importlib.import_module("onnxruntime")
+        except Exception:  # noqa: BLE001, S110 - a broken onnxruntime is its embedder's error to report
+            pass
+    return importlib.import_module("usearch.index")
+
+
 def _threads() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
@@ -119,7 +138,7 @@ def _threads() -> int:
 def build_ann(vectors: np.ndarray, path: Path, *, min_rows: int | None = None) -> dict[str, object]:
     """Write the HNSW graph of ``vectors`` (row number = key) to ``path``; an empty graph below ``min_rows``
     (exact search serves those). Returns the manifest entry describing it."""
-    from usearch.index import Index
+    Index = usearch_index().Index  # noqa: N806 - the class, named as usearch names it
 
     min_rows = ANN_MIN_ROWS if min_rows is None else min_rows
     n = int(vectors.shape[0])
@@ -136,12 +155,57 @@ def build_ann(vectors: np.ndarray, path: Path, *, min_rows: int | None = None) -
             "expansion_add": EXPANSION_ADD, "dtype": GRAPH_DTYPE}
 
 
+_MATRIX_HEADER = 8  # usearch's saved file: rows and bytes per row (two uint32), then the vectors
+_META_BYTES = 64  # then its metadata block (magic, version, kinds, counts, dimensions)
+_HNSW_HEADER = 40  # then the graph's header: size, connectivity, connectivity at level 0, max level, entry slot
+_NODE_MIN_BYTES = 8 + 2 + 4  # key, level, neighbour count; plus 4 bytes per level-0 neighbour slot
+
+
+def check_graph_file(path: Path, rows: int, dim: int) -> None:
+    """The saved graph's headers against what the manifest claims, before usearch maps it.
+
+    usearch's view trusts the file: a header claiming more vectors or nodes than the file holds makes it read
+    past the mapping (a segfault, not an exception). So the counts, dimensions and kinds are read here and
+    the file must be at least as long as they require. Raises ValueError (one line)."""
+    import struct
+
+    mod = usearch_index()
+    Index, MetricKind, ScalarKind = mod.Index, mod.MetricKind, mod.ScalarKind  # noqa: N806 - usearch's names
+
+    size = Path(path).stat().st_size
+    if size < _MATRIX_HEADER + _META_BYTES + _HNSW_HEADER:
+        raise ValueError(f"{size} bytes, too short for a usearch graph")
+    with open(path, "rb") as fh:
+        m_rows, m_cols = struct.unpack("<II", fh.read(_MATRIX_HEADER))
+        matrix = m_rows * m_cols
+        if _MATRIX_HEADER + matrix + _META_BYTES + _HNSW_HEADER > size:
+            raise ValueError(f"its header claims {m_rows} vectors, more than its {size} bytes hold")
+        fh.seek(_MATRIX_HEADER + matrix + _META_BYTES)
+        count, conn, conn_base, max_level, entry = struct.unpack("<QQQqq", fh.read(_HNSW_HEADER))
+    meta = Index.metadata(str(path))
+    if not meta or not meta.get("matrix_included") or meta.get("matrix_uses_64_bit_dimensions"):
+        raise ValueError("not a usearch graph saved with its vectors")
+    if meta.get("kind_metric") != MetricKind.IP or meta.get("kind_scalar") != ScalarKind.BF16:
+        raise ValueError(f"metric {meta.get('kind_metric')} / scalar {meta.get('kind_scalar')}, expected IP / BF16")
+    if meta.get("dimensions") != dim or m_cols != dim * 2:
+        raise ValueError(f"vectors of dimension {meta.get('dimensions')}, the embeddings have {dim}")
+    if not meta.get("count_present") == m_rows == count == rows or meta.get("count_deleted"):
+        raise ValueError(f"holds {meta.get('count_present')} vectors / {count} nodes, the manifest says {rows}")
+    if not (2 <= conn <= 1024 and conn <= conn_base <= 4096 and -1 <= max_level < 64 and -1 <= entry < max(rows, 1)):
+        raise ValueError("implausible graph header (connectivity, levels or entry point)")
+    need = _MATRIX_HEADER + matrix + _META_BYTES + _HNSW_HEADER + rows * (_NODE_MIN_BYTES + 4 * conn_base)
+    if size < need:
+        raise ValueError(f"{size} bytes, fewer than the {need} its {rows} nodes need")
+
+
 class AnnIndex:
     """A saved HNSW graph opened as a read-only memory-mapped view."""
 
-    def __init__(self, path: Path, rows: int) -> None:
-        from usearch.index import Index
+    def __init__(self, path: Path, rows: int, dim: int | None = None) -> None:
+        Index = usearch_index().Index  # noqa: N806
 
+        if dim is not None:
+            check_graph_file(path, rows, dim)
         self.path = Path(path)
         self.index = Index.restore(str(path), view=True)
         if self.index is None:

@@ -22,11 +22,15 @@ from typing import Any
 import numpy as np
 
 from hanrag.fsutil import load_npy
+from hanrag.index import integrity
 from hanrag.index.dense import ANN_FILE, AnnIndex
 from hanrag.index.store import (
     POINTER,
+    POINTER_SUM,
     IndexLoadError,
+    check_snapshot_tree,
     current_snapshot_dir,
+    index_key,
     read_manifest,
     read_pointer_full,
     verify_files,
@@ -114,8 +118,9 @@ class RowLookup:
     """chunk id -> row by binary search over the memory-mapped sorted ids (a dict of 1M ids costs ~150 MB
     and a second to build at every open)."""
 
-    def __init__(self, sorted_ids: np.ndarray, rows: np.ndarray) -> None:
+    def __init__(self, sorted_ids: np.ndarray, rows: np.ndarray, n: int | None = None) -> None:
         self.ids, self.rows = sorted_ids, rows
+        self.n = len(rows) if n is None else n
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -126,7 +131,11 @@ class RowLookup:
             return default
         i = int(np.searchsorted(self.ids, key))
         if i < len(self.ids) and self.ids[i] == key:
-            return int(self.rows[i])
+            row = int(self.rows[i])
+            if not 0 <= row < self.n:  # checked at open; this guards a file changed since
+                raise IndexLoadError(f"chunk id {chunk_id!r} maps to row {row}, out of range (corrupt index); "
+                                     "rebuild the index")
+            return row
         return default
 
     def __getitem__(self, chunk_id: str) -> int:
@@ -223,18 +232,33 @@ def load_snapshot(path: Path, *, verify: bool | str = True, manifest_sha256: str
     """Open one snapshot folder. ``verify``: True checks every file's size and the sha256 of small files
     (big ones by their first/last MiB, :func:`~hanrag.index.store.verify_files`), ``"full"`` the sha256 of
     every file (``hanrag doctor``), False none; the manifest's own checksum, its file list and
-    ``manifest_sha256`` from ``CURRENT`` always are."""
+    ``manifest_sha256`` from ``CURRENT`` always are, and so is the folder's shape (real folders, regular
+    files). The contents are checked as data (:mod:`hanrag.index.integrity`): in full with ``"full"``, else
+    cheaply. With ``HANRAG_INDEX_KEY`` set the seal is checked and every file hashed in full."""
     from hanrag.index.sparse import SparseIndex
 
     path = Path(path)
     if not path.is_dir():
         raise IndexLoadError(f"{path}: snapshot folder missing")
-    manifest = read_manifest(path, manifest_sha256)
+    check_snapshot_tree(path)
+    key = index_key(IndexLoadError)
+    manifest = read_manifest(path, manifest_sha256, key)
+    if manifest.get("snapshot") != path.name:
+        raise IndexLoadError(f"{path}: the manifest names snapshot {str(manifest.get('snapshot'))[:80]!r}, not "
+                             "this folder; rebuild the index")
+    if key is not None:
+        verify = "full"  # a seal over checksums only the edges of big files were compared with would seal little
     if verify:
         verify_files(path, manifest, full=verify == "full")
+    full = verify == "full"
+
+    def deep(rel: str) -> bool:  # every element of this file: doctor, or a file open hashes in full anyway
+        return full or integrity.is_small(manifest, rel)
+
     offsets = _npy(path / "chunks_offsets.npy", ndim=1, kind="i")
     if len(offsets) == 0 or int(offsets[0]) != 0:
         raise IndexLoadError(f"{path / 'chunks_offsets.npy'}: corrupt offsets index; rebuild the index")
+    integrity.check_offsets(path / "chunks_offsets.npy", offsets, (path / "chunks.jsonl").stat().st_size)
     chunks = ChunkRecords(path / "chunks.jsonl", offsets)
     n = len(chunks)
     chunk_ids = _npy(path / "chunk_ids.npy", ndim=1, kind="S")
@@ -246,7 +270,10 @@ def load_snapshot(path: Path, *, verify: bool | str = True, manifest_sha256: str
         raise IndexLoadError(f"{path / 'chunk_meta.npy'}: unexpected columns {meta.dtype}; rebuild the index")
     if not len(chunk_ids) == len(sorted_ids) == len(id_rows) == len(dup_of) == len(meta) == n:
         raise IndexLoadError(f"{path}: chunk id / duplicate arrays do not match {n} chunks; rebuild the index")
-    row_of = RowLookup(sorted_ids, id_rows)
+    integrity.check_ids(path, chunk_ids, sorted_ids, id_rows, deep("chunk_ids_sorted.npy") and deep("chunk_ids.npy"))
+    integrity.check_dup_of(path / "dup_of.npy", dup_of)
+    integrity.check_meta(path / "chunk_meta.npy", meta, manifest)
+    row_of = RowLookup(sorted_ids, id_rows, n)
     embeddings = _npy(path / "embeddings.npy", ndim=2, kind="f")
     if embeddings.shape[0] != n:
         raise IndexLoadError(
@@ -255,11 +282,11 @@ def load_snapshot(path: Path, *, verify: bool | str = True, manifest_sha256: str
     dim = (manifest.get("embedder") or {}).get("dim")
     if dim is not None and embeddings.shape[1] != dim:
         raise IndexLoadError(f"{path}: embeddings have dimension {embeddings.shape[1]}, manifest says {dim}")
-    ann_info = manifest.get("dense_index") or {}
+    integrity.check_embeddings(path / "embeddings.npy", embeddings, manifest, deep("embeddings.npy"))
     ann = None
-    if ann_info.get("kind") == "hnsw":
+    if integrity.check_dense_index(path / "manifest.json", manifest, n) == "hnsw":
         try:
-            ann = AnnIndex(path / ANN_FILE, int(ann_info.get("rows", -1)))
+            ann = AnnIndex(path / ANN_FILE, n, int(embeddings.shape[1]))
         except (ValueError, RuntimeError, OSError) as exc:
             raise IndexLoadError(f"{path / ANN_FILE}: cannot open the HNSW graph ({exc}); rebuild the index") from None
         if len(ann) != n:
@@ -271,6 +298,9 @@ def load_snapshot(path: Path, *, verify: bool | str = True, manifest_sha256: str
     if sparse.n_docs != n:
         raise IndexLoadError(f"{path / 'sparse'}: BM25 index of {sparse.n_docs} documents for {n} chunks; "
                              "rebuild the index")
+    sparse.check(path / "sparse", full=deep("sparse/bm25_data.npy") and deep("sparse/bm25_indices.npy"),
+                 meta=sparse.meta)
+    integrity.check_records(path / "chunks.jsonl", chunks, chunk_ids, meta, full)
     return Snapshot(path, manifest, chunks, row_of, chunk_ids, embeddings, sparse, dup_of, meta, ann)
 
 
@@ -285,6 +315,11 @@ def open_snapshot(index_dir: str | Path, *, verify: bool | str = True) -> Snapsh
         path = current_snapshot_dir(Path(index_dir))
         pointer = read_pointer_full(Path(index_dir))
         digest = pointer[1] if pointer and pointer[0] == path.name else None
+        if pointer and pointer[0] == path.name and digest is None:
+            # without it a manifest edited and re-checksummed in place would be opened as published
+            raise IndexLoadError(
+                f"{Path(index_dir) / POINTER}: names {path.name} without its '{POINTER_SUM}' line (the sha256 of "
+                f"its {path.name}/manifest.json); to roll back by hand write both lines, or rebuild the index")
         if path.is_dir():
             try:
                 return load_snapshot(path, verify=verify, manifest_sha256=digest)

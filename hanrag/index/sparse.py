@@ -117,6 +117,85 @@ class SparseIndex:
         self.rows_sorted = rows_sorted
         self.n_docs = int(len(doc_lens))
         self.avg_len = float(doc_lens.mean()) if self.n_docs else 0.0
+        # columns whose postings are known to be in range and finite: all of them for an index built here or
+        # checked in full at open (:meth:`check`); else each is checked the first time a search reads it
+        self._column_ok: np.ndarray | None = None
+        self.path: Path | None = None
+        self.meta: dict | None = None  # bm25_meta.json as loaded
+
+    # -- integrity -------------------------------------------------------------------------
+    def check(self, directory: Path, *, full: bool, meta: Mapping[str, object] | None = None) -> None:
+        """The loaded index as data (raises IndexLoadError, one line): the vocabulary unique and as long as
+        ``indptr`` says, dtypes, ``indptr`` monotone from 0 to the postings' count, document lengths, and the
+        postings (rows in range, ascending within a column, finite non-negative weights) in full when
+        ``full``, else their first and last MiB at once and each column when a search first reads it."""
+        from hanrag.index.integrity import bad, parts
+
+        self.path = directory = Path(directory)
+        if not set(map(type, self.vocab)) <= {str} or len(self.token_ids) != len(self.vocab):
+            raise bad(directory / "bm25_vocab.json", "the vocabulary is not a list of distinct tokens")
+        if meta is not None and meta.get("vocab_size", len(self.vocab)) != len(self.vocab):
+            raise bad(directory / "bm25_vocab.json", f"{len(self.vocab)} tokens, bm25_meta.json says "
+                                                     f"{meta.get('vocab_size')}")
+        if meta is not None and meta.get("n_docs", self.n_docs) != self.n_docs:
+            raise bad(directory / "bm25_doc_lens.npy", f"{self.n_docs} documents, bm25_meta.json says "
+                                                       f"{meta.get('n_docs')}")
+        k1, b = self.k1, self.b
+        if (self.method not in METHODS or not isinstance(k1, (int, float)) or not isinstance(b, (int, float))
+                or not 0 <= k1 < 1e6 or not 0 <= b <= 1):
+            raise bad(directory / "bm25_meta.json", f"implausible parameters (k1 {k1!r}, b {b!r}, {self.method!r})")
+        arrays = {"data": (self.data, "f"), "indices": (self.indices, "i"), "indptr": (self.indptr, "i"),
+                  "doc_lens": (self.doc_lens, "i")}
+        for name, (arr, kind) in arrays.items():
+            if arr.ndim != 1 or arr.dtype.kind != kind:
+                raise bad(directory / f"bm25_{name}.npy", f"unexpected array {arr.dtype}{arr.shape}")
+        if self.data.dtype != np.float32:
+            raise bad(directory / "bm25_data.npy", f"weights of dtype {self.data.dtype}, expected float32")
+        indptr = np.asarray(self.indptr)
+        nnz = len(self.indices)
+        if int(indptr[0]) != 0 or int(indptr[-1]) != nnz or len(self.data) != nnz:
+            raise bad(directory / "bm25_indptr.npy", f"indptr does not run from 0 to the {nnz} postings")
+        if not bool(np.all(indptr[1:] >= indptr[:-1])):
+            raise bad(directory / "bm25_indptr.npy", "indptr is not monotone")
+        if self.n_docs and int(np.asarray(self.doc_lens).min()) < 0:
+            raise bad(directory / "bm25_doc_lens.npy", "negative document lengths")
+        for part in parts(self.data, full):
+            if part.size and not (bool(np.isfinite(part).all()) and float(part.min()) >= 0):
+                raise bad(directory / "bm25_data.npy", "BM25 weights that are NaN, infinite or negative")
+        for part in parts(self.indices, full):
+            if part.size and (int(part.min()) < 0 or int(part.max()) >= self.n_docs):
+                raise bad(directory / "bm25_indices.npy", f"document rows out of range 0..{self.n_docs - 1}")
+        if full:
+            if self.rows_sorted and nnz > 1:
+                ascending = np.diff(np.asarray(self.indices)) > 0
+                starts = indptr[1:-1]
+                ascending[starts[(starts > 0) & (starts < nnz)] - 1] = True  # a new column may start lower
+                if not bool(ascending.all()):
+                    raise bad(directory / "bm25_indices.npy", "rows not ascending within a token's postings")
+            self._column_ok = None
+        else:
+            self._column_ok = np.zeros(len(self.vocab), dtype=bool)
+
+    def check_column(self, tid: int) -> None:
+        """One token's postings, checked before their first use when :meth:`check` did not read them all: an
+        out-of-range row would raise IndexError (or, negative, score another document) mid-search."""
+        ok = self._column_ok
+        if ok is None or ok[tid]:
+            return
+        from hanrag.index.integrity import bad
+
+        s, e = int(self.indptr[tid]), int(self.indptr[tid + 1])
+        rows = np.asarray(self.indices[s:e])
+        data = np.asarray(self.data[s:e])
+        where = self.path or Path("sparse")
+        if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= self.n_docs
+                          or (self.rows_sorted and not bool(np.all(rows[1:] > rows[:-1])))):
+            raise bad(where / "bm25_indices.npy", f"the postings of token {self.vocab[tid]!r} hold rows out of "
+                                                  "range or out of order")
+        if data.size and not (bool(np.isfinite(data).all()) and float(data.min()) >= 0):
+            raise bad(where / "bm25_data.npy", f"the weights of token {self.vocab[tid]!r} are NaN, infinite or "
+                                               "negative")
+        ok[tid] = True  # set only once checked: threads racing here check the same column twice, harmlessly
 
     # -- build ---------------------------------------------------------------------------
     @classmethod
@@ -174,8 +253,12 @@ class SparseIndex:
             raise ValueError(
                 f"{meta_path}: BM25 index format {meta.get('format')} (expected {FORMAT_VERSION}); rebuild"
             )
-        return cls(vocab, **arrays, k1=meta["k1"], b=meta["b"], method=meta["method"],
-                   rows_sorted=bool(meta.get("rows_sorted")))
+        if not isinstance(meta, dict) or not isinstance(vocab, list):
+            raise ValueError(f"{directory}: corrupt BM25 index (meta or vocabulary of the wrong type)")
+        index = cls(vocab, **arrays, k1=meta["k1"], b=meta["b"], method=meta["method"],
+                    rows_sorted=bool(meta.get("rows_sorted")))
+        index.meta = meta
+        return index
 
     # -- scoring -------------------------------------------------------------------------
     def scores(self, weights: Mapping[str, float]) -> np.ndarray:
@@ -198,6 +281,7 @@ class SparseIndex:
             tid = self.token_ids.get(tok)
             if tid is None or w == 0.0:
                 continue
+            self.check_column(tid)
             s, e = int(self.indptr[tid]), int(self.indptr[tid + 1])
             if s == e:
                 continue
@@ -231,6 +315,7 @@ class SparseIndex:
         for tok, w in weights.items():
             tid = self.token_ids.get(tok)
             if tid is not None and w != 0.0:
+                self.check_column(tid)
                 out.append((tid, float(w), int(self.indptr[tid]), int(self.indptr[tid + 1])))
         return out
 

@@ -18,19 +18,28 @@ a build killed at any moment leaves the previous snapshot intact.
 Integrity: the set of files a snapshot holds is fixed by the format (:data:`SNAPSHOT_FILES`),
 so a manifest listing fewer (or more) files is refused; the manifest carries the sha256 of its
 own canonical JSON (``manifest_sha256``), and ``CURRENT`` holds, after the snapshot name, the
-sha256 of the manifest file it publishes (``manifest-sha256 <hex>``). A hand-written ``CURRENT``
-with only a name (rolling back to an older snapshot) is accepted; the manifest's own checksum
-and every file's checksum are still verified.
+sha256 of the manifest file it publishes (``manifest-sha256 <hex>``). A ``CURRENT`` without that line
+is refused: to roll back by hand, write both lines (the name, then ``manifest-sha256`` and the sha256 of
+the older snapshot's ``manifest.json``).
+
+An index is data read from disk: ``CURRENT``, the manifest and every snapshot file must be regular files,
+and ``snapshots/``, the snapshot and its ``sparse/`` real folders (no symbolic links, pipes or devices);
+the pointer and the manifest are read up to a bound, never whole. Checksums catch accidents (a truncated
+copy, a bit flip, a half-written file), not a writer with access to the folder, who can recompute them:
+for that, :data:`INDEX_KEY_ENV` seals a snapshot with an HMAC of its manifest (:func:`seal_manifest`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
 import hashlib
+import hmac
 import json
 import os
 import shutil
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,6 +87,14 @@ SNAPSHOT_FILES = frozenset(
 # last MiB checked at open (truncation, a rewritten header or tail), the full sha256 in `hanrag doctor`
 FULL_VERIFY_MAX_BYTES = 32 << 20
 EDGE_BYTES = 1 << 20
+POINTER_MAX_BYTES = 4096  # CURRENT: a name and one checksum line
+MANIFEST_MAX_BYTES = 64 << 20  # a manifest is tens of KB (config, glossary); anything near this is not one
+# the keyed seal: with this variable set, a build signs its manifest (HMAC-SHA256) and an open refuses a
+# snapshot that is unsealed or sealed with another key (and hashes every file in full)
+INDEX_KEY_ENV = "HANRAG_INDEX_KEY"
+SEAL = "seal"
+SEAL_ALG = "hmac-sha256"
+_SEAL_CONTEXT = b"hanrag-index-seal-v1\n"  # domain separation: the key signs nothing else of this shape
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
@@ -124,6 +141,89 @@ def snapshots_dir(index_dir: Path) -> Path:
     return Path(index_dir) / SNAPSHOTS
 
 
+def read_regular(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes, or IndexLoadError (one line).
+
+    Never follows a symbolic link, never opens a pipe or device (a FIFO would block the reader forever,
+    ``/dev/zero`` would be read until memory runs out) and never reads more than ``limit + 1`` bytes.
+    FileNotFoundError passes through (a missing pointer means "no index")."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise IndexLoadError(f"{path}: unreadable ({exc.strerror or exc}); rebuild the index") from None
+    _require_regular(path, st, what)
+    try:
+        # O_NONBLOCK: were it swapped for a FIFO after the lstat, the open still returns (and fstat refuses it)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise IndexLoadError(f"{path}: is a symbolic link, not {what}; rebuild the index") from None
+        raise IndexLoadError(f"{path}: unreadable ({exc.strerror or exc}); rebuild the index") from None
+    try:
+        _require_regular(path, os.fstat(fd), what)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            block = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not block:
+                break
+            chunks.append(block)
+            size += len(block)
+    except OSError as exc:
+        raise IndexLoadError(f"{path}: unreadable ({exc.strerror or exc}); rebuild the index") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise IndexLoadError(f"{path}: over {limit} bytes, not {what}; rebuild the index")
+    return b"".join(chunks)
+
+
+def _require_regular(path: Path, st: os.stat_result, what: str) -> None:
+    if stat.S_ISREG(st.st_mode):
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise IndexLoadError(f"{path}: is a directory, not {what}; rebuild the index")
+    kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file (a pipe, socket or device)"
+    raise IndexLoadError(f"{path}: is {kind}, not {what}; rebuild the index")
+
+
+def require_real_dir(path: Path, what: str) -> None:
+    """``path`` is a folder itself, not a symbolic link to one (an index's data stays inside the index)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise IndexLoadError(f"{path}: {what} missing; rebuild the index") from None
+    except OSError as exc:
+        raise IndexLoadError(f"{path}: unreadable ({exc.strerror or exc}); rebuild the index") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise IndexLoadError(f"{path}: is a symbolic link, not {what} inside the index; rebuild the index")
+    if not stat.S_ISDIR(st.st_mode):
+        raise IndexLoadError(f"{path}: is not a folder ({what}); rebuild the index")
+
+
+def check_snapshot_tree(snapshot: Path) -> None:
+    """The snapshot's folders are real folders and every file of the format a regular file (no links, pipes,
+    devices): cheap (one lstat each), run at every open whatever ``verify`` says."""
+    snapshot = Path(snapshot)
+    if snapshot.parent.name == SNAPSHOTS:
+        require_real_dir(snapshot.parent, f"the {SNAPSHOTS}/ folder")
+    require_real_dir(snapshot, "a snapshot folder")
+    require_real_dir(snapshot / "sparse", "the snapshot's sparse/ folder")
+    for rel in sorted(SNAPSHOT_FILES | {MANIFEST}):
+        p = snapshot / rel
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            raise IndexLoadError(f"{p}: missing file of the snapshot; rebuild the index") from None
+        except OSError as exc:
+            raise IndexLoadError(f"{p}: unreadable ({exc.strerror or exc}); rebuild the index") from None
+        _require_regular(p, st, "a file of the snapshot")
+
+
 def read_pointer_full(index_dir: Path) -> tuple[str, str | None] | None:
     """(snapshot name, manifest sha256 or None) from ``CURRENT``; None when there is no pointer.
 
@@ -132,15 +232,9 @@ def read_pointer_full(index_dir: Path) -> tuple[str, str | None] | None:
     """
     p = Path(index_dir) / POINTER
     try:
-        raw = p.read_bytes()
+        raw = read_regular(p, POINTER_MAX_BYTES, "the snapshot pointer file")
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise IndexLoadError(f"{p}: is a directory, not the snapshot pointer file; rebuild the index") from None
-    except OSError as exc:
-        raise IndexLoadError(f"{p}: unreadable ({exc.strerror or exc}); rebuild the index") from None
-    if len(raw) > 4096:
-        raise IndexLoadError(f"{p}: not a snapshot pointer ({len(raw)} bytes); rebuild the index")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -347,6 +441,9 @@ class SnapshotWriter:
             **manifest,
             "files": self.checksums(),
         }
+        key = index_key(IndexBuildError)
+        if key is not None:
+            manifest[SEAL] = {"alg": SEAL_ALG, "mac": seal_manifest(manifest, key)}
         manifest[MANIFEST_SUM] = manifest_digest(manifest)
         self.write_json(MANIFEST, manifest)
         fsync_file(self.path / MANIFEST)
@@ -375,19 +472,52 @@ def manifest_digest(manifest: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def read_manifest(snapshot: Path, expected_sha256: str | None = None) -> dict[str, Any]:
+def index_key(error: type[Exception] = RuntimeError) -> bytes | None:
+    """The sealing key from :data:`INDEX_KEY_ENV`, None when it is not set; a blank value raises ``error``
+    (an empty key would seal with nothing secret, and an unset one by mistake would silently not seal)."""
+    raw = os.environ.get(INDEX_KEY_ENV)
+    if raw is None:
+        return None
+    if not raw.strip():
+        raise error(f"{INDEX_KEY_ENV} is set but blank; set the key, or unset the variable")
+    return raw.encode("utf-8")
+
+
+def seal_manifest(manifest: dict[str, Any], key: bytes) -> str:
+    """HMAC-SHA256 (hex) of the manifest's canonical JSON without its seal and own checksum: the manifest
+    holds every file's sha256, so the seal covers every byte of the snapshot."""
+    body = {k: v for k, v in manifest.items() if k not in (MANIFEST_SUM, SEAL)}
+    blob = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return hmac.new(key, _SEAL_CONTEXT + blob.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def check_seal(path: Path, manifest: dict[str, Any], key: bytes) -> None:
+    """With a key set, the manifest must carry a seal made with that key."""
+    seal = manifest.get(SEAL)
+    if not isinstance(seal, dict) or not isinstance(seal.get("mac"), str):
+        raise IndexLoadError(f"{path}: the snapshot is not sealed but {INDEX_KEY_ENV} is set; rebuild the index "
+                             "with the key set, or unset it")
+    try:
+        want = seal_manifest(manifest, key)
+    except ValueError:  # NaN / Infinity in a number: not a manifest this hanrag wrote
+        want = ""
+    if seal.get("alg") != SEAL_ALG or not hmac.compare_digest(seal["mac"].encode(), want.encode()):
+        raise IndexLoadError(f"{path}: the seal does not match {INDEX_KEY_ENV} (another key, or the snapshot was "
+                             "edited); rebuild the index with the key set")
+
+
+def read_manifest(snapshot: Path, expected_sha256: str | None = None, key: bytes | None = None) -> dict[str, Any]:
     """The snapshot's manifest, its format, own checksum and file list checked.
 
-    ``expected_sha256`` (from ``CURRENT``) is the sha256 the manifest file must have.
+    ``expected_sha256`` (from ``CURRENT``) is the sha256 the manifest file must have; ``key`` (the sealing key,
+    :func:`index_key`) the key its seal must have been made with.
     """
     path = Path(snapshot) / MANIFEST
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MANIFEST_MAX_BYTES, "a snapshot manifest")
         data = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise IndexLoadError(f"{path}: missing; the snapshot is incomplete or not a hanrag index") from None
-    except IsADirectoryError:
-        raise IndexLoadError(f"{path}: is a directory; rebuild the index with `hanrag build`") from None
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise IndexLoadError(f"{path}: corrupt manifest ({exc}); rebuild the index with `hanrag build`") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -418,6 +548,8 @@ def read_manifest(snapshot: Path, expected_sha256: str | None = None) -> dict[st
             f"{path}: sha256 differs from the one {POINTER} recorded when it was published "
             "(edited or corrupt); rebuild the index"
         )
+    if key is not None:
+        check_seal(path, data, key)
     files = data.get("files")
     if not isinstance(files, dict):
         raise IndexLoadError(f"{path}: manifest has no file checksums; rebuild the index")

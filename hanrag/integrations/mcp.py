@@ -44,10 +44,9 @@ import hanrag  # noqa: E402
 from hanrag.api import Index  # noqa: E402
 from hanrag.config import Config  # noqa: E402
 from hanrag.integrations import chunk_citation, citation  # noqa: E402
-from hanrag.records import Chunk, Hit  # noqa: E402
+from hanrag.records import Chunk, Hit, SearchLimits  # noqa: E402
 from hanrag.server import (  # noqa: E402
     API_KEY_HEADER,
-    HARD_MAX_TOP_K,
     BodyLimitMiddleware,
     LocalOnlyMiddleware,
     allowed_hosts,
@@ -59,7 +58,7 @@ from hanrag.server import (  # noqa: E402
 from hanrag.server.middleware import send_json  # noqa: E402
 from hanrag.server.models import filters_model as make_filters_model  # noqa: E402
 from hanrag.server.models import search_model as make_search_model  # noqa: E402
-from hanrag.server.output import jsonable  # noqa: E402
+from hanrag.server.output import hide_absolute_paths, jsonable  # noqa: E402
 
 HTTP_HOST = "127.0.0.1"
 MCP_PATH = "/mcp"
@@ -74,9 +73,9 @@ INSTRUCTIONS = (
 
 
 def _limits(cfg: Config) -> tuple[int, int, int]:
-    """(max query chars, max top_k, max glob chars): the HTTP server's, from the same settings."""
-    max_top_k = max(1, min(cfg.server.max_top_k, HARD_MAX_TOP_K))
-    return cfg.server.max_query_chars, max_top_k, min(cfg.server.max_query_chars, 500)
+    """(max query chars, max top_k, max glob chars): every entry's (:class:`hanrag.records.SearchLimits`)."""
+    limits = SearchLimits.of(cfg.server)
+    return limits.max_query_chars, limits.max_top_k, limits.max_glob_chars
 
 
 def _chunk_out(chunk: Chunk) -> dict[str, Any]:
@@ -253,7 +252,7 @@ def create_server(index: Index, cfg: Config, *, reload_every: float = RELOAD_EVE
     async def stats() -> dict[str, Any]:
         data = await fresh(index.stats)
         # as on the HTTP server: no absolute paths of the machine leave the server
-        return scrub_paths(jsonable(data), hidden)
+        return hide_absolute_paths(scrub_paths(jsonable(data), hidden))
 
     return server
 
@@ -291,7 +290,7 @@ def http_app(server: MCPServer, cfg: Config, port: int) -> ASGIApp:
         app = ApiKeyMiddleware(app, key)
     else:
         app = LocalOnlyMiddleware(app, hosts=allowed_hosts(cfg, HTTP_HOST))
-    return BodyLimitMiddleware(app, limit=cfg.server.max_body_bytes)
+    return BodyLimitMiddleware(app, limit=cfg.server.max_body_bytes, timeout=cfg.server.read_timeout_s)
 
 
 def serve(index_dir: str | Path, cfg: Config, *, http: bool = False, port: int | None = None,
@@ -304,10 +303,13 @@ def serve(index_dir: str | Path, cfg: Config, *, http: bool = False, port: int |
         return
     import uvicorn
 
+    from hanrag.server.run import uvicorn_config
+
     port = cfg.server.port if port is None else port
     check_bind(HTTP_HOST, cfg)
     check_port_free(HTTP_HOST, port)
-    uvicorn.run(http_app(server, cfg, port), host=HTTP_HOST, port=port, log_level=log_level, server_header=False)
+    # the HTTP server's edge: deadlines for a request's head and body, a cap on open connections
+    uvicorn.Server(uvicorn_config(http_app(server, cfg, port), cfg, HTTP_HOST, port, log_level)).run()
 
 
 __all__ = ["INSTRUCTIONS", "MCP_PATH", "create_server", "http_app", "serve"]

@@ -33,8 +33,10 @@ class Fused:
     method: str
 
     def order(self) -> np.ndarray:
-        """Candidate indices best first (ties broken by candidate order, i.e. stable)."""
-        return np.argsort(-self.fused, kind="stable")
+        """Candidate indices best first; ties (most often candidates that fusion scores 0, their cosine below the
+        background) go by the raw dense cosine, then candidate order."""
+        dense = np.nan_to_num(np.asarray(self.dense_raw, dtype=np.float64), nan=-np.inf)
+        return np.lexsort((-dense, -np.asarray(self.fused, dtype=np.float64)))
 
 
 def minmax(scores: np.ndarray) -> np.ndarray:

@@ -165,6 +165,16 @@ class Searcher:
                 clean[str(term)] = kept
         return Lexicon(clean) if clean else None
 
+    @functools.cached_property
+    def sound_keys(self) -> dict[str, dict[str, list[str]]]:
+        """The open snapshot's English words and Korean loanwords by consonant key (its manifest's ``sound_keys``,
+        :mod:`hanrag.index.links`); empty without them or with ``search.link_weight`` 0."""
+        keys = (self.backend.manifest() or {}).get("sound_keys") if self.cfg.search.link_weight > 0 else None
+        if not isinstance(keys, dict):
+            return {}
+        return {side: {str(k): [str(w) for w in ws] for k, ws in table.items() if isinstance(ws, list)}
+                for side, table in keys.items() if isinstance(table, dict)}
+
     @property
     def reranker(self):
         if self._reranker is None and self.cfg.search.rerank.model:
@@ -338,12 +348,16 @@ class Searcher:
         return _Candidates(plan, weights, qvec, bm25, dense, ids, chunks)
 
     def _cross_lingual_stage(self, cand: _Candidates, k: int, filters: Filters | None, times: StageTimes) -> None:
-        """Re-selects the rule on the lexical evidence in any script; when the query's own language has weak
-        lexical evidence, lets other languages compete: the other names the corpus glossary gives its terms
+        """Adds the query's corpus links (오토베큠 -> autovacuum); re-selects the rule on the lexical evidence in any
+        script; when the query's own language has weak lexical evidence, lets other languages compete: the other names the corpus glossary gives its terms
         (활성 프로브 = liveness probe) and dictionary translations for English queries (time counted as BM25), and
         each language's dense pool centred (time counted as dense). Updates ``cand`` in place.
         """
         sc = self.cfg.search
+        # corpus links in every query: a Korean question in a mixed collection needs the English words of its
+        # answer even when Korean passages match it too (they are precise: a link lands on a word the corpus uses)
+        if sc.link_weight > 0:
+            self._widen(cand, self._linked, k, filters, times)
         ceiling = self.query_ceiling(cand.plan, cand.weights)
         evidence = self.lexical_evidence(cand.plan, cand.weights, cand.bm25, cand.chunks, ceiling=ceiling)
         weak = evidence < sc.xling_min_evidence  # in any script: decides the weights
@@ -399,6 +413,22 @@ class Searcher:
         raw = b_arr if mode == "bm25" else d_arr
         return Fused(tuple(cand.ids), b_arr, d_arr, np.nan_to_num(b_arr), np.nan_to_num(d_arr),
                      np.nan_to_num(raw, nan=-np.inf), mode)
+
+    def ranking_features(self, cand: _Candidates, fused: Fused) -> np.ndarray:
+        """The learned ranker's features of every candidate (:func:`hanrag.search.ranker.candidate_features`)."""
+        from hanrag.search.ranker import candidate_features
+
+        own_tokens = set(cand.plan.tokens)
+        own = {t: w for t, w in cand.weights.items() if t in own_tokens}
+        expansion = {t: w for t, w in cand.weights.items() if t not in own_tokens}
+        n = len(cand.ids)
+        own_scores = self.backend.sparse_scores(own, cand.ids) if own else np.zeros(n)
+        exp_scores = self.backend.sparse_scores(expansion, cand.ids) if expansion else np.zeros(n)
+        chunks = [cand.chunks[c] for c in cand.ids]
+        return candidate_features(
+            cand.ids, fused.bm25_norm, fused.dense_norm, fused.dense_raw, own_scores, exp_scores,
+            self.query_ceiling(cand.plan, cand.weights), np.array([c.lang == cand.plan.lang for c in chunks]),
+            cand.bm25, cand.dense, np.array([len(c.text) for c in chunks]))
 
     def _rerank(self, query: str, cand: _Candidates, fused: Fused, order: list[int], top_k: int,
                 times: StageTimes) -> _Ranking:
@@ -530,6 +560,24 @@ class Searcher:
 
         return glossary_expansions(plan.query, plan.lang, self.analyzer, self.glossary,
                                    self.cfg.search.glossary_weight, weights)
+
+    def _linked(self, plan: QueryPlan, weights: dict[str, float]) -> _Extra:
+        """The corpus links of the query's words (오토베큠 -> autovacuum, deployment -> 디플로이먼트, 변수 -> variable)
+        not yet in it; one word's links share ``search.link_weight``."""
+        from hanrag.text.query import link_expansions
+
+        sc = self.cfg.search
+
+        def exists(tok: str) -> bool:
+            return bool(self.backend.sparse_search({tok: 1.0}, 1))
+
+        links = link_expansions(plan.query, plan.tokens, self.analyzer, self.sound_keys, sc.link_weight,
+                                sc.link_channels, weights, exists)
+        # as for a lexicon term (_promote_absent_terms): a query word no chunk holds (오토베큠 over English pages) can
+        # only match through its links, which then stand in for it at its full weight
+        absent = {word for _, via in links.values() if not exists(word := via[5:].rpartition(" (")[0])}
+        return {t: (min(1.0, w / sc.link_weight) if via[5:].rpartition(" (")[0] in absent else w, via)
+                for t, (w, via) in links.items()}
 
     def _widen(self, cand: _Candidates, extra_of: Callable[[QueryPlan, dict[str, float]], _Extra], k: int,
                filters: Filters | None, times: StageTimes) -> None:

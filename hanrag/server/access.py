@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from typing import TYPE_CHECKING
 
 from hanrag.server.client import API_KEY_HEADER
@@ -29,26 +30,47 @@ def api_key_for(cfg: Config) -> str:
     return (cfg.server.api_key or os.environ.get("HANRAG_API_KEY", "")).strip()
 
 
-def host_of(header: str) -> str:
-    """The host part of a Host header, lower case, without port or trailing dot ("[::1]:8000" -> "[::1]")."""
-    value = header.strip().lower()
-    if value.startswith("["):
-        end = value.find("]")
-        return value[: end + 1] if end > 0 else value
-    if value.count(":") == 1:
-        value = value.split(":", 1)[0]
-    return value.rstrip(".")
+# A Host header is uri-host [":" port] (RFC 9110 7.2, RFC 3986 3.2.2): an IP literal in brackets or a name of
+# letters, digits, "-", "_", "." (a trailing dot allowed); anything else ("localhost:80@evil.com", "[::1]evil",
+# "a b") is no host, and a key-less server refuses it rather than guessing which part is meant
+_HOST_HEADER = re.compile(r"(?P<host>\[[0-9a-f:.]+\]|[a-z0-9_](?:[a-z0-9_.-]{0,252}))(?::(?P<port>[0-9]{0,5}))?")
+
+
+def host_of(header: str) -> str | None:
+    """The host part of a Host header, lower case, without port or trailing dot ("[::1]:8000" -> "[::1]"); None
+    when the value is not ``host[:port]``."""
+    match = _HOST_HEADER.fullmatch(header.strip().lower())
+    if match is None:
+        return None
+    host = match.group("host")
+    if host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return None
+        return host
+    return host.rstrip(".") or None
+
+
+def _config_hosts(value: str) -> set[str]:
+    """The Host names a configured host (``server.host``, ``server.allowed_hosts``) stands for: an IPv6 literal with
+    and without brackets (a config may write either), a name as :func:`host_of` reads it."""
+    bare = value.strip().strip("[]")
+    try:
+        if ipaddress.ip_address(bare).version == 6:
+            return {bare.lower(), f"[{bare.lower()}]"}
+    except ValueError:
+        pass
+    host = host_of(value)
+    return {host} if host else set()
 
 
 def allowed_hosts(cfg: Config, bind_host: str | None = None) -> frozenset[str]:
     """Host header values a key-less server answers: loopback names, the bound host, server.allowed_hosts."""
     names = set(LOOPBACK_HOSTS)
     for extra in [bind_host or "", cfg.server.host, *cfg.server.allowed_hosts]:
-        host = host_of(extra) if extra else ""
-        if host:
-            names.add(host)
-            if ":" in host.strip("[]"):  # an IPv6 literal: with and without brackets
-                names.update({host.strip("[]"), f"[{host.strip('[]')}]"})
+        if extra:
+            names.update(_config_hosts(extra))
     return frozenset(names)
 
 

@@ -32,6 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import hanrag
 from hanrag.config import Config
+from hanrag.records import HARD_MAX_TOP_K, SearchLimits
 from hanrag.server.access import API_KEY_HEADER, allowed_hosts, api_key_for
 from hanrag.server.discovery import search_fingerprint
 from hanrag.server.jobs import Jobs, scrub_paths
@@ -49,14 +50,15 @@ from hanrag.server.models import (
     filters_model,
     search_model,
 )
-from hanrag.server.output import chunk_out, hit_out, jsonable
+from hanrag.server.output import chunk_out, hide_absolute_paths, hit_out, jsonable
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
-HARD_MAX_TOP_K = 100
+__all__ = ["HARD_MAX_TOP_K", "STATIC_DIR", "create_app"]  # HARD_MAX_TOP_K lives in hanrag.records
 log = logging.getLogger("hanrag.server")
 
 _ERRORS = {
     400: {"model": ErrorBody, "description": "malformed request"},
+    408: {"model": ErrorBody, "description": "the request body did not arrive within server.read_timeout_s"},
     401: {"model": ErrorBody, "description": "missing or wrong X-API-Key"},
     413: {"model": ErrorBody, "description": "request body too large"},
     415: {"model": ErrorBody, "description": "no API key configured and the body is not sent as application/json"},
@@ -87,6 +89,7 @@ class AppContext:
     corpus_root: Path | None
     api_key: str
     jobs: Jobs
+    hidden: dict[str, str] = field(default_factory=dict)  # absolute path -> placeholder (<index>, <corpus>)
     ready: threading.Event = field(default_factory=threading.Event)
     load_error: str | None = None
 
@@ -120,7 +123,8 @@ def create_app(
     index_dir = Path(index_dir).resolve()
     corpus_root = cfg.resolve(cfg.server.corpus_root).resolve() if cfg.server.corpus_root else None
     hidden = _hidden_paths(raw_index_dir, index_dir, cfg, corpus_root)
-    ctx = AppContext(index_dir, cfg, corpus_root, api_key_for(cfg), Jobs(lambda value: scrub_paths(value, hidden)))
+    ctx = AppContext(index_dir, cfg, corpus_root, api_key_for(cfg), Jobs(lambda value: scrub_paths(value, hidden)),
+                     hidden)
     app = FastAPI(
         title="hanrag",
         version=hanrag.__version__,
@@ -136,7 +140,7 @@ def create_app(
         redoc_url=None,
         openapi_url=None,  # served below, behind the key
     )
-    app.add_middleware(BodyLimitMiddleware, limit=cfg.server.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, limit=cfg.server.max_body_bytes, timeout=cfg.server.read_timeout_s)
     if not ctx.api_key:
         app.add_middleware(LocalOnlyMiddleware, hosts=allowed_hosts(cfg, bind_host))
     app.state.jobs = ctx.jobs
@@ -188,11 +192,11 @@ def _swap(app: FastAPI) -> bool:
 
 
 def _auth_dependencies(ctx: AppContext) -> list[Any]:
+    if not ctx.api_key:
+        return []  # a key-less server asks for no header, and its schema says so (no security scheme)
     header_scheme = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, description="set when the server has a key")
 
     def require_key(key: str | None = Depends(header_scheme)) -> None:
-        if not ctx.api_key:
-            return
         if not key or not hmac.compare_digest(key.encode(), ctx.api_key.encode()):
             raise HTTPException(status_code=401, detail=f"missing or wrong {API_KEY_HEADER} header")
 
@@ -253,9 +257,8 @@ def _add_service_routes(app: FastAPI, ctx: AppContext, auth: list[Any]) -> None:
 
 def _add_search_route(app: FastAPI, ctx: AppContext, auth: list[Any]) -> None:
     cfg = ctx.cfg
-    max_top_k = max(1, min(cfg.server.max_top_k, HARD_MAX_TOP_K))
-    body_model = search_model(cfg.server.max_query_chars, max_top_k,
-                              filters_model(max_glob=min(cfg.server.max_query_chars, 500)))
+    limits = SearchLimits.of(cfg.server)  # the bounds every entry applies (hanrag.records), published in the schema
+    body_model = search_model(limits.max_query_chars, limits.max_top_k, filters_model(max_glob=limits.max_glob_chars))
 
     def search(body) -> dict[str, Any]:  # noqa: ANN001 - annotated below with the config-built model
         """Top hits for a query; with ``explain`` every score behind each hit and the query plan."""
@@ -282,7 +285,7 @@ def _add_search_route(app: FastAPI, ctx: AppContext, auth: list[Any]) -> None:
     # the body model is built from the config (limits), so its annotation is set here, not in the source
     search.__annotations__ = {"body": body_model, "return": dict[str, Any]}
     app.post("/search", response_model=SearchOut, dependencies=auth, tags=["search"],
-             responses=_errors(400, 401, 413, 415, 421, 422))(search)
+             responses=_errors(400, 401, 408, 413, 415, 421, 422))(search)
 
     fingerprint = search_fingerprint(cfg)
 
@@ -293,8 +296,12 @@ def _add_search_route(app: FastAPI, ctx: AppContext, auth: list[Any]) -> None:
         from hanrag.cli import relayed_search
 
         index = _index(app)
-        out = relayed_search(body.argv, body.cwd, body.env, body.terminal.model_dump(), index, ctx.index_dir,
-                             fingerprint)
+        try:
+            out = relayed_search(body.argv, body.cwd, body.env, body.terminal.model_dump(), index, ctx.index_dir,
+                                 fingerprint)
+        except Exception:  # noqa: BLE001 - whatever a client's command line does here, the CLI reports it itself
+            log.exception("hanrag: a relayed search failed; the client runs it in its own process")
+            out = None
         if out is None:
             raise HTTPException(status_code=409, detail="run this search in the CLI's own process")
         return {"stdout": out}
@@ -339,8 +346,9 @@ def _add_index_routes(app: FastAPI, ctx: AppContext, auth: list[Any]) -> None:
 
     @app.get("/stats", response_model=dict[str, Any], dependencies=auth, tags=["index"], responses=_errors(401))
     def stats() -> dict[str, Any]:
-        """Index size, model, build time, counts per language and tier, and the rebuild state."""
-        data = jsonable(_index(app).stats())
+        """Index size, model, build time, counts per language and tier, and the rebuild state (no absolute paths:
+        the index folder is not named, and paths under it or the corpus root read ``<index>`` / ``<corpus>``)."""
+        data = hide_absolute_paths(scrub_paths(jsonable(_index(app).stats()), ctx.hidden))
         data["rebuild_running"] = ctx.jobs.running()
         data["corpus_root_configured"] = ctx.corpus_root is not None
         return data
@@ -381,7 +389,7 @@ def _add_rebuild_routes(app: FastAPI, ctx: AppContext, auth: list[Any]) -> None:
         dependencies=auth,
         tags=["index"],
         responses={
-            **_errors(400, 401, 413, 415, 421, 422),
+            **_errors(400, 401, 408, 413, 415, 421, 422),
             409: {
                 "model": ErrorBody,
                 "description": "no corpus root (files) or no [confluence] url configured, the index holds the "

@@ -34,6 +34,7 @@ SEARCH_SECTIONS = ("corpus", "chunking", "text", "lexicon", "bm25", "embedder", 
 CONNECT_TIMEOUT_S = 0.5  # a local server accepts at once; anything slower is not worth waiting for
 READ_TIMEOUT_S = 120.0  # a search of a large index on a busy machine
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+_MAX_CONFIG_BYTES = 256 * 1024  # hanrag.config.MAX_CONFIG_BYTES (not imported: this module stays standard library)
 # `hanrag search` options that take a value (tests/test_cold_start.py checks this against the command)
 VALUE_OPTIONS = frozenset({"--top-k", "-k", "--mode", "--lang", "--tier", "--provenance", "--source", "--label",
                            "--config", "-c", "--backend"})
@@ -149,10 +150,15 @@ def _api_key(config: str | None) -> str:
         import tomllib
 
         try:
-            with open(config, encoding="utf-8-sig") as fh:
-                data = tomllib.loads(fh.read())
+            if not os.path.isfile(config):
+                return ""  # a FIFO or a device: never opened here; the full CLI refuses it
+            with open(config, "rb") as fh:
+                raw = fh.read(_MAX_CONFIG_BYTES + 1)  # hanrag.config.MAX_CONFIG_BYTES: no more is ever read
+            if len(raw) > _MAX_CONFIG_BYTES:
+                return ""
+            data = tomllib.loads(raw.decode("utf-8-sig"))
             key = data.get("server", {}).get("api_key")
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):
             return ""  # the full CLI will report the config's problem
     if not isinstance(key, str) or not key.strip():
         key = os.environ.get("HANRAG_API_KEY", "")

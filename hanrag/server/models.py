@@ -6,11 +6,24 @@ The search body's limits come from the config (``[server]``), so :func:`filters_
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, field_validator, model_validator
 
-from hanrag.records import Filters, SearchMode
+from hanrag.records import MAX_FILTER_VALUES, MAX_TIER, Filters, SearchMode
+
+
+def _integral(value: Any) -> Any:
+    """A JSON number without a fraction (``11.0``) as the integer it is: JSON Schema's ``integer`` takes it, so the
+    server does too. A bool, a string or ``11.5`` still meet the strict integer check after this."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# strict (no "5", no true) but as JSON Schema reads "integer" (11.0 is one)
+JsonInt = Annotated[int, BeforeValidator(_integral)]
+Tier = Annotated[JsonInt, Field(ge=0, le=MAX_TIER)]
 
 
 class ErrorBody(BaseModel):
@@ -185,10 +198,12 @@ def filters_model(max_glob: int) -> type[BaseModel]:
         model_config = ConfigDict(extra="forbid", strict=True)
 
         lang: list[Literal["ko", "zh", "en"]] = Field(default_factory=list, max_length=3)
-        tier: list[int] = Field(default_factory=list, max_length=64)
+        tier: list[Tier] = Field(default_factory=list, max_length=MAX_FILTER_VALUES,
+                                 description=f"tiers 0-{MAX_TIER} (the leading number of a top-level folder)")
         provenance: list[Literal["human", "ai-draft"]] = Field(default_factory=list, max_length=2)
         source: str = Field(default="", max_length=max_glob, description="glob over chunk source or path")
-        labels: list[str] = Field(default_factory=list, max_length=64, description="a chunk must carry all")
+        labels: list[str] = Field(default_factory=list, max_length=MAX_FILTER_VALUES,
+                                  description="a chunk must carry all")
 
         def to_filters(self) -> Filters:
             return Filters(
@@ -204,11 +219,12 @@ def filters_model(max_glob: int) -> type[BaseModel]:
 
 def search_model(max_query_chars: int, max_top_k: int, filters_model: type[BaseModel]) -> type[BaseModel]:
     class SearchIn(BaseModel):
-        # strict: "top_k": "5" or true, "explain": 0 are refused, as the schema's integer / boolean say
+        # strict: "top_k": "5" or true, "explain": 0 are refused, as the schema's integer / boolean say (5.0 is an
+        # integer to JSON Schema, and to this model)
         model_config = ConfigDict(extra="forbid", strict=True)
 
         query: str = Field(min_length=1, max_length=max_query_chars)
-        top_k: StrictInt = Field(default=10, ge=1, le=max_top_k)
+        top_k: JsonInt = Field(default=10, ge=1, le=max_top_k)
         mode: SearchMode = "hybrid"
         filters: filters_model | None = None  # type: ignore[valid-type]
         explain: StrictBool = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,25 @@ def hit_out(hit: Hit, explain: bool) -> dict[str, Any]:
     if not explain:
         data["explanation"] = None
     return data
+
+
+_ABSOLUTE = re.compile(r"^(/|~/|[A-Za-z]:[\\/]|\\\\)")  # POSIX, home, drive letter, UNC
+
+
+def hide_absolute_paths(value: Any, keep: tuple[str, ...] = ("glossary",)) -> Any:
+    """``value`` (JSON-able) with every string that is an absolute path of this machine shortened to
+    ``<path>/NAME`` (e.g. a local model folder in the embedder's identity): a response names no folder of the
+    server's, whatever a manifest holds. Call it after the index and corpus folders became ``<index>`` /
+    ``<corpus>`` (:func:`hanrag.server.jobs.scrub_paths`). ``keep``: top-level keys holding corpus text, left
+    as they are."""
+    if isinstance(value, dict):
+        return {k: v if k in keep else hide_absolute_paths(v, ()) for k, v in value.items()}
+    if isinstance(value, list):
+        return [hide_absolute_paths(v, ()) for v in value]
+    if isinstance(value, str) and _ABSOLUTE.match(value):
+        name = value.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+        return f"<path>/{name}" if name else "<path>"
+    return value
 
 
 def jsonable(value: Any) -> Any:

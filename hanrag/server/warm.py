@@ -28,7 +28,7 @@ def warm_index(index: Any) -> float:
     t0 = time.perf_counter()
     cfg = index.config
     if cfg.search.xling_translate_weight > 0:
-        from hanrag.search.xling import en_zh_dictionary
+        from hanrag.text.cedict import en_zh_dictionary
 
         en_zh_dictionary()  # parsed once per process; a weak English query needs it
     for query in WARM_QUERIES:

@@ -9,7 +9,9 @@ unreadable files and folders, broken symlinks, symlink loops and symlinks that l
 corpus root (unless ``[corpus] follow_symlinks = true``) are findings, never a hang or a
 silent skip. A file name that is not valid UTF-8 (a CP949 name from an old zip) is read
 under its escaped name (each undecodable byte as ``\\xNN``, see :func:`display_name`) with a
-finding, so ids, chunk hashes and JSON never meet a lone surrogate.
+finding, so ids, chunk hashes and JSON never meet a lone surrogate (nor does text: see
+:func:`make_document`). The walk keeps its own stack and stops :data:`MAX_FOLDER_DEPTH` folders
+down with a finding. YAML goes through :func:`load_yaml`, which bounds nesting and alias expansion.
 
 Readers are looked up by lower-case extension in :data:`READERS`; other modules add
 theirs (``READERS[".html"] = read_html``). A reader gets ``(file, corpus_root, cfg)``
@@ -33,6 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from hanrag.config import Config
 from hanrag.records import Document, Finding, Provenance
@@ -43,11 +46,28 @@ _FM_OPEN = re.compile(r"\A---[ \t]*\n")
 _FM_CLOSE = re.compile(r"^(---|\.\.\.)[ \t]*$", re.MULTILINE)
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 _URL = re.compile(r"https?://[^\s<>\"'`\])}|]+[^\s<>\"'`\])}|.,;:!?。，、]")
-_TIER_NUMBER = re.compile(r"^\s*(\d+)")
+# a tier is 0-99 (records.MAX_TIER): "2024 notes" is a year, not a tier, and keeps the default
+_TIER_NUMBER = re.compile(r"^\s*(\d{1,2})(?!\d)")
 _AI_DRAFT = {"ai-draft", "ai_draft", "ai", "aidraft", "ai-generated", "generated"}
 _HUMAN = {"human", "manual", "curated"}
 # control characters that never occur in text files (tab, LF, CR, FF are fine)
 _BINARY_BYTES = set(range(0x00, 0x09)) | {0x0B} | set(range(0x0E, 0x1A)) | set(range(0x1C, 0x20))
+_BINARY_CHARS = "".join(map(chr, sorted(_BINARY_BYTES)))
+# byte order marks, longest first: FF FE 00 00 (UTF-32LE) begins with FF FE (UTF-16LE)
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+         (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# YAML bounds. Aliases share one node, so a 600-byte "billion laughs" front matter expands to 10^9
+# values once constructed and walked (str(), rendering): the expanded size is counted while the
+# document is composed, and a document over the cap is refused before it is constructed. Nesting is
+# capped too: libyaml parses each level in time proportional to the depth (quadratic overall) and its
+# composer recurses in C (100,000 levels end the process).
+FRONT_MATTER_MAX_NODES = 10_000
+YAML_MAX_NODES = 1_000_000  # and at most YAML_ALIAS_FACTOR x the nodes written out, whichever is larger
+YAML_ALIAS_FACTOR = 4
+YAML_MAX_DEPTH = 200
+# folders nested deeper than this below the corpus root are skipped with one finding
+MAX_FOLDER_DEPTH = 100
 
 
 def display_name(name: str) -> str:
@@ -75,14 +95,20 @@ def relative_id(path: Path, root: Path) -> str:
 def decode_bytes(data: bytes, rel: str) -> tuple[str | None, list[Finding]]:
     """Bytes → text with ``\\n`` line ends, or ``None`` with the finding that says why.
 
-    UTF-8 (with or without BOM) and UTF-16/32 with a BOM are read silently; anything else
-    is detected with charset-normalizer and converted with a warning naming the encoding.
+    UTF-8 (with or without BOM) and UTF-32/UTF-16 with a BOM are read silently (the UTF-32LE BOM
+    ``FF FE 00 00`` is tried before the UTF-16LE one it begins with); anything else is detected with
+    charset-normalizer and converted with a warning naming the encoding. A NUL (or mostly control
+    characters) marks the file binary in every encoding alike.
     """
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        try:
-            return _newlines(data.decode("utf-16")), []
-        except UnicodeDecodeError:
-            pass
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            try:
+                text = data.decode(codec)
+            except UnicodeDecodeError:
+                continue  # FF FE 00 00 may also be UTF-16LE text that starts with U+0000: try the next BOM
+            if (binary := _binary_text_finding(text, rel)) is not None:
+                return None, [binary]
+            return _newlines(text), []
     if _looks_binary(data):
         nul = data.find(b"\x00")
         what = f"a NUL byte at offset {nul:,}" if nul >= 0 else "control bytes"
@@ -127,6 +153,20 @@ def _looks_binary(data: bytes) -> bool:
     return controls / len(head) > 0.01
 
 
+def _binary_text_finding(text: str, rel: str) -> Finding | None:
+    """The binary-file finding for decoded UTF-16/32 text, by the same rule :func:`_looks_binary` applies
+    to UTF-8 bytes: a NUL anywhere, or over 1% control characters in the head."""
+    nul = text.find("\x00")
+    if nul >= 0:
+        what = f"a NUL character at character {nul:,}"
+    else:
+        head = text[:8192]
+        if not head or sum(1 for c in head if c in _BINARY_CHARS) / len(head) <= 0.01:
+            return None
+        what = "control characters"
+    return Finding(rel, "warning", "binary-file", f"binary content ({what}); skipped")
+
+
 def _newlines(text: str) -> str:
     text = text.removeprefix("\ufeff")
     return text.replace("\r\n", "\n").replace("\r", "\n")
@@ -146,8 +186,123 @@ def front_matter_end(text: str) -> int:
     return end
 
 
+class YamlLimitError(yaml.YAMLError):
+    """A YAML document over :data:`YAML_MAX_DEPTH` levels, over its node cap once aliases are expanded,
+    or with an alias inside the node it names (a recursive structure)."""
+
+
+class _BoundedLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The safe loader, with a value that looks like a date but is none (``2024-13-45``) kept as text
+    and noted in :attr:`odd_values` instead of failing the whole document."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.odd_values: list[str] = []
+
+    def construct_yaml_timestamp(self, node: Node) -> Any:
+        try:
+            return super().construct_yaml_timestamp(node)
+        except ValueError:
+            self.odd_values.append(f"{node.value!r} is not a valid date; kept as text")
+            return self.construct_scalar(node)
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:timestamp", _BoundedLoader.construct_yaml_timestamp)
+
+
+def load_yaml(text: str, *, max_nodes: int = YAML_MAX_NODES, max_depth: int = YAML_MAX_DEPTH,
+              notes: list[str] | None = None) -> Any:
+    """One YAML document through the safe loader, bounded: :class:`YamlLimitError` (a ``yaml.YAMLError``)
+    when it nests deeper than ``max_depth`` or expands (aliases counted at their full size) to more than
+    ``max(max_nodes, YAML_ALIAS_FACTOR x nodes written)``. ``notes`` collects odd values kept as text."""
+    loader = _BoundedLoader(text)
+    try:
+        root = _compose(loader, max_nodes, max_depth)
+        data = None if root is None else loader.construct_document(root)
+        if notes is not None:
+            notes.extend(loader.odd_values)
+        return data
+    finally:
+        loader.dispose()
+
+
+def _compose(loader: Any, max_nodes: int, max_depth: int) -> Node | None:
+    """PyYAML's composer without recursion, counting every node at its expanded size as it goes."""
+    ev = yaml.events
+    loader.get_event()  # StreamStart
+    if loader.check_event(ev.StreamEndEvent):
+        return None
+    loader.get_event()  # DocumentStart
+    anchors: dict[str, tuple[Node, int | None]] = {}  # size None: still open (an alias to it recurses)
+    stack: list[list[Any]] = []  # [node, expanded size so far, anchor, pending mapping key]
+    written = 0
+    root: Node | None = None
+    while root is None:
+        event = loader.get_event()
+        done: tuple[Node, int] | None = None
+        if isinstance(event, ev.AliasEvent):
+            node, size = anchors.get(event.anchor, (None, None))
+            if node is None:
+                raise yaml.composer.ComposerError(None, None, f"found undefined alias {event.anchor!r}",
+                                                  event.start_mark)
+            if size is None:
+                raise YamlLimitError(f"recursive alias *{event.anchor} (a structure that contains itself)")
+            done = (node, size)
+        elif isinstance(event, ev.ScalarEvent):
+            tag = event.tag if event.tag not in (None, "!") else loader.resolve(ScalarNode, event.value,
+                                                                                 event.implicit)
+            done = (ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style), 1)
+            if event.anchor is not None:
+                anchors[event.anchor] = done
+        elif isinstance(event, ev.SequenceStartEvent | ev.MappingStartEvent):
+            is_seq = isinstance(event, ev.SequenceStartEvent)
+            kind = SequenceNode if is_seq else MappingNode
+            tag = event.tag if event.tag not in (None, "!") else loader.resolve(kind, None, event.implicit)
+            node = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
+            if event.anchor is not None:
+                anchors[event.anchor] = (node, None)
+            stack.append([node, 1, event.anchor, None])
+            if len(stack) > max_depth:
+                raise YamlLimitError(f"nested more than {max_depth} levels deep")
+        elif isinstance(event, ev.SequenceEndEvent | ev.MappingEndEvent):
+            node, size, anchor, _ = stack.pop()
+            node.end_mark = event.end_mark
+            if anchor is not None:
+                anchors[anchor] = (node, size)
+            done = (node, size)
+        if done is None:
+            continue
+        written += 1
+        node, size = done
+        if not stack:
+            root = node
+            break
+        frame = stack[-1]
+        frame[1] += size
+        if frame[1] > max_nodes and frame[1] > YAML_ALIAS_FACTOR * written:
+            raise YamlLimitError(f"over {max(max_nodes, YAML_ALIAS_FACTOR * written):,} values once its "
+                                 "aliases are expanded (an alias bomb?)")
+        if isinstance(frame[0], SequenceNode):
+            frame[0].value.append(node)
+        elif frame[3] is None:
+            frame[3] = (node,)
+        else:
+            frame[0].value.append((frame[3][0], node))
+            frame[3] = None
+    loader.get_event()  # DocumentEnd
+    if not loader.check_event(ev.StreamEndEvent):
+        event = loader.get_event()
+        raise yaml.composer.ComposerError("expected a single document in the stream", root.start_mark,
+                                          "but found another document", event.start_mark)
+    return root
+
+
 def split_front_matter(text: str, rel: str) -> tuple[dict[str, Any], str, list[Finding]]:
-    """``(front matter mapping, body, findings)``; the body keeps everything after the block."""
+    """``(front matter mapping, body, findings)``; the body keeps everything after the block.
+
+    Front matter that is not valid YAML, not a mapping, or over the YAML bounds (:func:`load_yaml`)
+    is ignored with a warning; a value that cannot be what it looks like (``date: 2024-13-45``) is kept
+    as text with a warning. Either way the document is read."""
     end = front_matter_end(text)
     if not end:
         return {}, text, []
@@ -155,10 +310,12 @@ def split_front_matter(text: str, rel: str) -> tuple[dict[str, Any], str, list[F
     assert opening is not None
     raw = text[opening.end() : end]
     raw = _FM_CLOSE.sub("", raw)
+    notes: list[str] = []
     try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
+        data = load_yaml(raw, max_nodes=FRONT_MATTER_MAX_NODES, notes=notes)
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        why = "over hanrag's YAML limits" if isinstance(exc, YamlLimitError) else "not valid YAML"
         return (
             {},
             text[end:],
@@ -167,16 +324,17 @@ def split_front_matter(text: str, rel: str) -> tuple[dict[str, Any], str, list[F
                     rel,
                     "warning",
                     "bad-front-matter",
-                    f"front matter is not valid YAML: {exc}".splitlines()[0],
+                    f"front matter is {why}: {exc}; ignored".splitlines()[0],
                     line=None if line is None else line + 2,
                 )
             ],
         )
+    findings = [Finding(rel, "warning", "bad-front-matter", f"front matter: {note}") for note in notes]
     if data is None:
-        return {}, text[end:], []
+        return {}, text[end:], findings
     if not isinstance(data, dict):
         return {}, text[end:], [Finding(rel, "warning", "bad-front-matter", "front matter is not a mapping; ignored")]
-    return {str(k): v for k, v in data.items()}, text[end:], []
+    return {str(k): v for k, v in data.items()}, text[end:], findings
 
 
 def find_sources(text: str, pattern: str) -> list[str]:
@@ -268,11 +426,24 @@ def make_document(
     extra_meta: dict[str, Any] | None = None,
     page_starts: tuple[int, ...] = (),
 ) -> tuple[Document, list[Finding]]:
-    """Build a Document from a body and its front matter (shared by every file reader)."""
+    """Build a Document from a body and its front matter (shared by every file reader).
+
+    Lone surrogates (a JSON ``"\\ud800"`` escape, a YAML one) are not text: they cannot be encoded for
+    hashing, tokenising or writing, so each becomes U+FFFD, with one warning naming the file."""
     rel = display_name(rel)
     default_title = display_name(default_title)
     path = display_name(path) if path is not None else None
+    replaced = [0]
+    body = _text_only(body, replaced)
+    meta = _text_only(meta, replaced)
+    extra_meta = _text_only(extra_meta, replaced)
     provenance, findings = provenance_for(rel, meta, cfg)
+    if replaced[0]:
+        findings.append(
+            Finding(rel, "warning", "unencodable-text",
+                    f"{replaced[0]:,} lone surrogate code point(s) (U+D800-U+DFFF: not encodable text) "
+                    "replaced with U+FFFD")
+        )
     title = _as_str(meta.get("title"))
     if not title:
         heading = _HEADING.search(body)
@@ -296,6 +467,22 @@ def make_document(
         page_starts=page_starts,
     )
     return doc, findings
+
+
+def _text_only(value: Any, replaced: list[int]) -> Any:
+    """``value`` with every lone surrogate in its strings (nested in lists, tuples and dicts) replaced
+    by U+FFFD; ``replaced[0]`` counts them. Strings that encode are returned as they are."""
+    if isinstance(value, str):
+        if value.isascii() or not _SURROGATE.search(value):
+            return value
+        cleaned, n = _SURROGATE.subn("\ufffd", value)
+        replaced[0] += n
+        return cleaned
+    if isinstance(value, list | tuple):
+        return type(value)(_text_only(v, replaced) for v in value)
+    if isinstance(value, dict):
+        return {_text_only(k, replaced): _text_only(v, replaced) for k, v in value.items()}
+    return value
 
 
 def read_bytes(path: Path, root: Path, cfg: Config) -> tuple[bytes | None, list[Finding]]:
@@ -425,6 +612,7 @@ def walk_corpus(root: Path, cfg: Config) -> tuple[list[Path], list[Finding]]:
     when their target stays inside the corpus root (files; folders only with
     ``follow_symlinks``); a target outside the root needs ``[corpus] follow_symlinks = true``.
     Followed folders are tracked by (device, inode), so a loop is reported once, not walked.
+    Folders more than :data:`MAX_FOLDER_DEPTH` levels down are skipped with a ``too-deep`` finding.
     """
     wanted = {e.lower() if e.startswith(".") else f".{e.lower()}" for e in cfg.corpus.extensions}
     follow = bool(getattr(cfg.corpus, "follow_symlinks", False))
@@ -448,96 +636,115 @@ def walk_corpus(root: Path, cfg: Config) -> tuple[list[Path], list[Finding]]:
     root_real = os.path.realpath(root)
     visited: set[tuple[int, int]] = {(root_st.st_dev, root_st.st_ino)}
 
-    def walk(folder: Path) -> None:
+    def listing(folder: Path) -> list[os.DirEntry[str]] | None:
         try:
             with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                return sorted(it, key=lambda e: e.name)
         except OSError as exc:
             rel = relative_id(folder, base) if folder != base else "."
             findings.append(
                 Finding(rel, "error", "unreadable", f"cannot list folder: {exc.strerror or exc}; its files are skipped")
             )
-            return
-        for entry in entries:
-            name = entry.name
-            if name.startswith("."):
-                continue
-            path = folder / name
-            rel = relative_id(path, base)
+            return None
+
+    # depth first in name order, with an explicit stack (a corpus 1,200 folders deep must not reach
+    # Python's recursion limit): one frame per folder being listed, with the (device, inode) that marks
+    # it visited while its subtree is walked
+    top = listing(root)
+    stack: list[tuple[Path, Any, tuple[int, int] | None]] = [] if top is None else [(root, iter(top), None)]
+    while stack:
+        folder, entries, folder_key = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            if folder_key is not None:
+                visited.discard(folder_key)
+            continue
+        name = entry.name
+        if name.startswith("."):
+            continue
+        path = folder / name
+        rel = relative_id(path, base)
+        try:
+            lst = entry.stat(follow_symlinks=False)
+        except OSError as exc:
+            findings.append(Finding(rel, "error", "unreadable", f"cannot stat: {exc.strerror or exc}"))
+            continue
+        is_link = stat.S_ISLNK(lst.st_mode)
+        st = lst
+        if is_link:
+            target = os.path.realpath(path)
             try:
-                lst = entry.stat(follow_symlinks=False)
+                st = os.stat(path)
             except OSError as exc:
-                findings.append(Finding(rel, "error", "unreadable", f"cannot stat: {exc.strerror or exc}"))
+                if exc.errno == errno.ELOOP:
+                    findings.append(Finding(rel, "warning", "symlink-loop", "symlink loop; skipped"))
+                elif want(name):
+                    why = exc.strerror or exc
+                    msg = f"symlink to {target}: {why}; skipped"
+                    findings.append(Finding(rel, "warning", "broken-symlink", msg))
                 continue
-            is_link = stat.S_ISLNK(lst.st_mode)
-            st = lst
-            if is_link:
-                target = os.path.realpath(path)
-                try:
-                    st = os.stat(path)
-                except OSError as exc:
-                    if exc.errno == errno.ELOOP:
-                        findings.append(Finding(rel, "warning", "symlink-loop", "symlink loop; skipped"))
-                    elif want(name):
-                        why = exc.strerror or exc
-                        msg = f"symlink to {target}: {why}; skipped"
-                        findings.append(Finding(rel, "warning", "broken-symlink", msg))
-                    continue
-                if stat.S_ISDIR(st.st_mode) and _within(os.path.realpath(folder), target):
-                    findings.append(
-                        Finding(rel, "warning", "symlink-loop", f"folder symlink to {target} (contains it); skipped")
-                    )
-                    continue
-                inside = _within(target, root_real)
-                if not inside and not follow:
-                    if stat.S_ISDIR(st.st_mode) or want(name):
-                        findings.append(
-                            Finding(
-                                rel,
-                                "warning",
-                                "symlink-outside",
-                                f"symlink to {target}, outside the corpus root; skipped "
-                                "(set [corpus] follow_symlinks = true to read it)",
-                            )
-                        )
-                    continue
-                if stat.S_ISDIR(st.st_mode) and not follow:
+            if stat.S_ISDIR(st.st_mode) and _within(os.path.realpath(folder), target):
+                findings.append(
+                    Finding(rel, "warning", "symlink-loop", f"folder symlink to {target} (contains it); skipped")
+                )
+                continue
+            inside = _within(target, root_real)
+            if not inside and not follow:
+                if stat.S_ISDIR(st.st_mode) or want(name):
                     findings.append(
                         Finding(
                             rel,
-                            "info",
-                            "symlink-dir",
-                            f"folder symlink to {target}; skipped, its files are read where they live "
-                            "(set [corpus] follow_symlinks = true to follow it)",
+                            "warning",
+                            "symlink-outside",
+                            f"symlink to {target}, outside the corpus root; skipped "
+                            "(set [corpus] follow_symlinks = true to read it)",
                         )
                     )
-                    continue
-            if stat.S_ISDIR(st.st_mode):
-                key = (st.st_dev, st.st_ino)
-                if key in visited:
-                    findings.append(
-                        Finding(rel, "warning", "symlink-loop", "folder is its own ancestor (a loop); skipped")
+                continue
+            if stat.S_ISDIR(st.st_mode) and not follow:
+                findings.append(
+                    Finding(
+                        rel,
+                        "info",
+                        "symlink-dir",
+                        f"folder symlink to {target}; skipped, its files are read where they live "
+                        "(set [corpus] follow_symlinks = true to follow it)",
                     )
-                    continue
-                if bad := _bad_name_finding(rel, name):
-                    findings.append(bad)
-                visited.add(key)  # the folders being walked (this one and its ancestors): a loop is a revisit
-                walk(path)
-                visited.discard(key)
+                )
                 continue
-            if not want(name):
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                findings.append(_special_finding(rel, st.st_mode))
-                continue
-            if not os.access(path, os.R_OK):
-                findings.append(Finding(rel, "error", "unreadable", "cannot read: permission denied; skipped"))
+        if stat.S_ISDIR(st.st_mode):
+            key = (st.st_dev, st.st_ino)
+            if key in visited:
+                findings.append(
+                    Finding(rel, "warning", "symlink-loop", "folder is its own ancestor (a loop); skipped")
+                )
                 continue
             if bad := _bad_name_finding(rel, name):
                 findings.append(bad)
-            files.append(path)
-
-    walk(root)
+            if len(stack) > MAX_FOLDER_DEPTH:
+                findings.append(
+                    Finding(rel, "warning", "too-deep",
+                            f"folder nested more than {MAX_FOLDER_DEPTH} levels below the corpus root; "
+                            "skipped with everything under it")
+                )
+                continue
+            sub = listing(path)
+            if sub is not None:
+                visited.add(key)  # the folders being walked (this one and its ancestors): a loop is a revisit
+                stack.append((path, iter(sub), key))
+            continue
+        if not want(name):
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            findings.append(_special_finding(rel, st.st_mode))
+            continue
+        if not os.access(path, os.R_OK):
+            findings.append(Finding(rel, "error", "unreadable", "cannot read: permission denied; skipped"))
+            continue
+        if bad := _bad_name_finding(rel, name):
+            findings.append(bad)
+        files.append(path)
     return files, findings
 
 

@@ -12,6 +12,10 @@ Web articles (``og:type=article``, an ``<article>`` element, or a ``<main>`` nex
 ``<nav>``/``<header>``/``<footer>``/``<aside>``) go through readability first to drop
 navigation, sidebars and footers; other pages (exports, docs) are converted whole
 minus scripts and styles.
+
+Markup nested deeper than :data:`MAX_NESTING` (400 ``<div>`` s) would exhaust the converter's
+recursion: such a page is read again with the tags below that level flattened into their text,
+with a warning, so the document stays.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ _BOILERPLATE_TAGS = ("nav", "header", "footer", "aside")
 _MODIFIED_META = ("article:modified_time", "og:updated_time", "last-modified", "dcterms.modified", "dc.date.modified")
 _PUBLISHED_META = ("article:published_time", "date", "dcterms.created", "dc.date", "dcterms.date", "pubdate")
 _BLANK_RUNS = re.compile(r"\n{3,}")
+MAX_NESTING = 100  # element levels kept as markup; deeper ones become their text (see the module docstring)
 
 
 class _Converter(markdownify.MarkdownConverter):
@@ -197,9 +202,35 @@ def _strip_boilerplate(soup: Tag) -> None:
         tag.decompose()
 
 
-def parse_html_page(html: str) -> HtmlPage:
-    """Metadata and Markdown of a full HTML page (boilerplate removed when it is an article)."""
+def flatten_deep(soup: Tag, max_depth: int = MAX_NESTING) -> int:
+    """Replace every element at ``max_depth`` levels by its text, in place; returns how many were flattened.
+
+    Iterative, so a page nested thousands of levels deep is walked without recursion."""
+    deep: list[Tag] = []
+    stack: list[tuple[Tag, int]] = [(soup, 0)]
+    while stack:
+        tag, depth = stack.pop()
+        for child in tag.children:
+            if isinstance(child, Tag):
+                if depth + 1 >= max_depth:
+                    deep.append(child)
+                else:
+                    stack.append((child, depth + 1))
+    for tag in deep:
+        text = tag.get_text(" ")
+        tag.clear()
+        tag.append(text)
+        tag.name = "span"  # no block semantics left to convert
+    return len(deep)
+
+
+def parse_html_page(html: str, *, flatten: bool = False) -> HtmlPage:
+    """Metadata and Markdown of a full HTML page (boilerplate removed when it is an article).
+
+    ``flatten``: elements nested deeper than :data:`MAX_NESTING` become their text first."""
     soup = BeautifulSoup(html, "lxml")
+    if flatten:
+        flatten_deep(soup)
     is_article = _looks_like_article(soup)
     html_tag = soup.find("html")
     lang = str(html_tag.get("lang")) if isinstance(html_tag, Tag) and html_tag.get("lang") else None
@@ -245,9 +276,17 @@ def html_document(
     html: str, rel: str, cfg: Config, *, default_title: str, extra_meta: dict[str, object] | None = None
 ) -> tuple[Document | None, list[Finding]]:
     """Document for an HTML page whose doc id and path are ``rel``."""
-    page = parse_html_page(html)
+    findings: list[Finding] = []
+    try:
+        page = parse_html_page(html)
+    except RecursionError:
+        page = parse_html_page(html, flatten=True)
+        findings.append(Finding(rel, "warning", "deep-html",
+                                f"markup nested over {MAX_NESTING} levels deep; the elements below that level "
+                                "were read as plain text"))
     if not page.markdown.strip():
-        return None, [Finding(rel, "warning", "empty-file", "HTML page has no text after conversion; skipped")]
+        empty = Finding(rel, "warning", "empty-file", "HTML page has no text after conversion; skipped")
+        return None, [*findings, empty]
     meta: dict[str, object] = {
         "title": page.title,
         "sources": [page.canonical_url] if page.canonical_url.startswith(("http://", "https://")) else [],
@@ -263,4 +302,5 @@ def html_document(
     if page.lang:
         extra["lang"] = page.lang
     extra.update(extra_meta or {})
-    return make_document(rel, page.markdown, meta, cfg, default_title=default_title, extra_meta=extra)
+    doc, more = make_document(rel, page.markdown, meta, cfg, default_title=default_title, extra_meta=extra)
+    return doc, findings + more

@@ -6,6 +6,14 @@ parameters, request body and responses; schemas are expanded as nested bullet li
 with local ``$ref`` (``#/components/...``, ``#/definitions/...``) resolved, cycles and
 depth bounded. Markdown headings and ``---`` rules inside descriptions are demoted so
 they cannot split an endpoint. JSON/YAML that is not an OpenAPI document is skipped.
+
+Bounded work: nested, non-cyclic ``$ref`` s multiply (six levels of twelve fields are 12^6
+paths), so each spec has a budget of schema lines (:data:`_MAX_OP_LINES` per endpoint and
+``max(_MIN_SPEC_LINES, bytes / _BYTES_PER_LINE)`` in all) and of ``$ref`` hops; past it a
+schema is cut with a ``…`` line and one ``schema-truncated`` finding for the file. YAML is
+loaded with aliases counted at their expanded size (:func:`hanrag.sources.files.load_yaml`).
+A field of the wrong type (``tags: 5``) costs that endpoint's details and a warning, not
+the document.
 """
 
 from __future__ import annotations
@@ -19,28 +27,59 @@ import yaml
 
 from hanrag.config import Config
 from hanrag.records import Document, Finding
-from hanrag.sources.files import make_document, read_bytes, relative_id
+from hanrag.sources.files import YamlLimitError, load_yaml, make_document, read_bytes, relative_id
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _MAX_DEPTH = 4
 _MAX_PROPS = 60
+_MAX_ALTERNATIVES = 20  # oneOf/anyOf members named in a type (as many as enum values shown)
+_MAX_OP_LINES = 500  # schema lines per endpoint (~30 KB of text)
+_MIN_SPEC_LINES = 5_000  # schema lines per spec: at least this many ...
+_BYTES_PER_LINE = 8  # ... or one per 8 bytes of the spec, so the text stays linear in the file
+_REFS_PER_LINE = 8  # $ref hops allowed per schema line of budget (work that renders no line)
 _HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _RULE_LINE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
 
 
 class _Spec:
-    """The parsed document plus local ``$ref`` resolution."""
+    """The parsed document plus local ``$ref`` resolution, and the rendering budget."""
 
-    def __init__(self, root: dict[str, Any]) -> None:
+    def __init__(self, root: dict[str, Any], size: int = 0) -> None:
         self.root = root
+        self.spec_lines = max(_MIN_SPEC_LINES, size // _BYTES_PER_LINE)  # schema lines left for the spec
+        self.refs = self.spec_lines * _REFS_PER_LINE  # $ref hops left for the spec
+        self.op_lines = _MAX_OP_LINES  # schema lines left for the endpoint being rendered
+        self.truncated: list[str] = []  # endpoints whose schemas were cut
+        self.malformed: list[str] = []  # endpoints with a field of the wrong type
+        self.current = ""
+
+    def start_operation(self, name: str) -> None:
+        self.current, self.op_lines = name, _MAX_OP_LINES
+
+    def take_line(self) -> bool:
+        """Spend one schema line; False (and the endpoint noted as truncated) when none is left."""
+        if self.op_lines <= 0 or self.spec_lines <= 0:
+            if not self.truncated or self.truncated[-1] != self.current:
+                self.truncated.append(self.current)
+            return False
+        self.op_lines -= 1
+        self.spec_lines -= 1
+        return True
+
+    @property
+    def exhausted(self) -> bool:
+        return self.op_lines <= 0 or self.spec_lines <= 0 or self.refs <= 0
 
     def resolve(self, node: Any, seen: frozenset[str] = frozenset()) -> tuple[Any, str | None, frozenset[str]]:
         """Follow ``$ref`` chains; returns (node, name of the last ref, refs seen so far)."""
         name = None
         while isinstance(node, dict) and isinstance(node.get("$ref"), str):
             ref = node["$ref"]
-            if ref in seen or not ref.startswith("#/"):
+            if ref in seen or not ref.startswith("#/") or self.refs <= 0:
+                if self.refs <= 0 and (not self.truncated or self.truncated[-1] != self.current):
+                    self.truncated.append(self.current)
                 return {"description": f"(see {ref.rsplit('/', 1)[-1]})"}, ref.rsplit("/", 1)[-1], seen
+            self.refs -= 1
             seen = seen | {ref}
             name = ref.rsplit("/", 1)[-1]
             target: Any = self.root
@@ -72,15 +111,18 @@ def _clean(text: Any) -> str:
     return "\n".join(lines).strip()
 
 
-def _type_of(spec: _Spec, schema: Any, seen: frozenset[str]) -> str:
+def _type_of(spec: _Spec, schema: Any, seen: frozenset[str], depth: int = 0) -> str:
     schema, name, seen = spec.resolve(schema, seen)
     if not isinstance(schema, dict):
         return "any"
+    if depth >= _MAX_DEPTH:  # nested arrays and oneOf of oneOf: name what is there, do not unfold it
+        return str(name or schema.get("type") or "any")
     if schema.get("type") == "array":
-        return f"array of {_type_of(spec, schema.get('items', {}), seen)}"
+        return f"array of {_type_of(spec, schema.get('items', {}), seen, depth + 1)}"
     for key in ("oneOf", "anyOf"):
         if isinstance(schema.get(key), list):
-            return " | ".join(_type_of(spec, s, seen) for s in schema[key])
+            members = [_type_of(spec, s, seen, depth + 1) for s in schema[key][:_MAX_ALTERNATIVES]]
+            return " | ".join(members + (["…"] if len(schema[key]) > _MAX_ALTERNATIVES else []))
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = " | ".join(str(k) for k in kind)
@@ -105,27 +147,29 @@ def _facts(schema: dict[str, Any]) -> str:
     return "; ".join(facts)
 
 
-def _properties(spec: _Spec, schema: dict[str, Any], seen: frozenset[str]) -> tuple[dict[str, Any], set[str]]:
-    """Properties and required names, merging ``allOf`` parts."""
+def _properties(spec: _Spec, schema: dict[str, Any], seen: frozenset[str],
+                depth: int = 0) -> tuple[dict[str, Any], set[str]]:
+    """Properties and required names, merging ``allOf`` parts (nested at most ``_MAX_DEPTH`` deep)."""
     props: dict[str, Any] = {}
     required: set[str] = set()
-    for part in schema.get("allOf", []) if isinstance(schema.get("allOf"), list) else []:
+    parts = schema.get("allOf") if isinstance(schema.get("allOf"), list) and depth < _MAX_DEPTH else []
+    for part in parts:
         sub, _, sub_seen = spec.resolve(part, seen)
         if isinstance(sub, dict):
-            p, r = _properties(spec, sub, sub_seen)
+            p, r = _properties(spec, sub, sub_seen, depth + 1)
             props.update(p)
             required |= r
     if isinstance(schema.get("properties"), dict):
         props.update(schema["properties"])
     if isinstance(schema.get("required"), list):
-        required |= {str(r) for r in schema["required"]}
+        required |= {str(r) for r in schema["required"] if isinstance(r, str | int | float)}
     return props, required
 
 
 def render_schema(spec: _Spec, schema: Any, indent: int = 0, seen: frozenset[str] = frozenset()) -> list[str]:
     """Nested bullet lines describing an object's fields (or an array's items)."""
     schema, _, seen = spec.resolve(schema, seen)
-    if not isinstance(schema, dict) or indent >= _MAX_DEPTH:
+    if not isinstance(schema, dict) or indent >= _MAX_DEPTH or spec.exhausted:
         return []
     if schema.get("type") == "array":
         return render_schema(spec, schema.get("items", {}), indent, seen)
@@ -135,6 +179,9 @@ def render_schema(spec: _Spec, schema: Any, indent: int = 0, seen: frozenset[str
     for i, (prop, sub) in enumerate(props.items()):
         if i >= _MAX_PROPS:
             lines.append(f"{pad}- … {len(props) - _MAX_PROPS} more fields")
+            break
+        if not spec.take_line():
+            lines.append(f"{pad}- … (not expanded further: the schema is too large to render)")
             break
         resolved, _, sub_seen = spec.resolve(sub, seen)
         resolved = resolved if isinstance(resolved, dict) else {}
@@ -149,6 +196,11 @@ def render_schema(spec: _Spec, schema: Any, indent: int = 0, seen: frozenset[str
         lines.append(line)
         lines += render_schema(spec, sub, indent + 1, seen)
     return lines
+
+
+def _seq(value: Any) -> list[Any]:
+    """A list field as a list; anything else (a number where a list belongs) as none."""
+    return value if isinstance(value, list) else []
 
 
 def _param_line(spec: _Spec, param: dict[str, Any]) -> str:
@@ -169,7 +221,7 @@ def _param_line(spec: _Spec, param: dict[str, Any]) -> str:
 def _parameters(spec: _Spec, path_item: dict[str, Any], op: dict[str, Any]) -> list[dict[str, Any]]:
     """Path-level parameters overridden by operation-level ones with the same (name, in)."""
     merged: dict[tuple[str, str], dict[str, Any]] = {}
-    for raw in list(path_item.get("parameters") or []) + list(op.get("parameters") or []):
+    for raw in _seq(path_item.get("parameters")) + _seq(op.get("parameters")):
         param, _, _ = spec.resolve(raw)
         if isinstance(param, dict):
             merged[(str(param.get("name")), str(param.get("in")))] = param
@@ -202,8 +254,9 @@ def render_operation(spec: _Spec, method: str, path: str, path_item: dict[str, A
     facts = []
     if op.get("operationId"):
         facts.append(f"Operation ID: `{op['operationId']}`")
-    if op.get("tags"):
-        facts.append("Tags: " + ", ".join(str(t) for t in op["tags"]))
+    tags = op.get("tags")
+    if tags:
+        facts.append("Tags: " + (", ".join(str(t) for t in tags) if isinstance(tags, list) else str(tags)))
     if op.get("deprecated"):
         facts.append("Deprecated: yes")
     if facts:
@@ -216,9 +269,9 @@ def render_operation(spec: _Spec, method: str, path: str, path_item: dict[str, A
         out += ["Parameters:"] + [_param_line(spec, p) for p in plain] + [""]
     body_lines: list[str] = []
     if swagger2:
-        consumes = op.get("consumes") or spec.root.get("consumes") or ["application/json"]
+        consumes = _seq(op.get("consumes")) or _seq(spec.root.get("consumes")) or ["application/json"]
         for p in body_params:
-            schema = p.get("schema", {})
+            schema = p.get("schema", {}) if isinstance(p, dict) else {}
             body_lines.append(f"Request body ({consumes[0]}): {_type_of(spec, schema, frozenset())}")
             body_lines += render_schema(spec, schema, 1)
         if form_params:
@@ -242,10 +295,10 @@ def render_operation(spec: _Spec, method: str, path: str, path_item: dict[str, A
             resp = resp if isinstance(resp, dict) else {}
             rdesc = " ".join(_clean(resp.get("description")).split())
             out.append(f"- {status}: {rdesc}".rstrip(": "))
-            if swagger2 and "schema" in resp:
+            if swagger2 and "schema" in resp and not spec.exhausted:
                 out.append(f"  Body: {_type_of(spec, resp['schema'], frozenset())}")
                 out += render_schema(spec, resp["schema"], 2)
-            elif "content" in resp:
+            elif "content" in resp and not spec.exhausted:
                 out += ["  " + line for line in _content_lines(spec, resp["content"], "Body")]
         out.append("")
     return "\n".join(out).strip() + "\n"
@@ -253,22 +306,31 @@ def render_operation(spec: _Spec, method: str, path: str, path_item: dict[str, A
 
 def _spec_sources(data: dict[str, Any]) -> list[str]:
     found = []
-    for value in (data.get("x-source"), (data.get("externalDocs") or {}).get("url")):
+    docs = data.get("externalDocs") if isinstance(data.get("externalDocs"), dict) else {}
+    for value in (data.get("x-source"), docs.get("url")):
         if isinstance(value, str) and value:
             found.append(value)
-    for server in data.get("servers") or []:
+    for server in _seq(data.get("servers")):
         url = server.get("url") if isinstance(server, dict) else None
         if isinstance(url, str) and url.startswith(("http://", "https://")):
             found.append(url)
-    if data.get("host"):
-        scheme = (data.get("schemes") or ["https"])[0]
-        found.append(f"{scheme}://{data['host']}{data.get('basePath', '')}")
+    if isinstance(data.get("host"), str) and data["host"]:
+        scheme = next((str(s) for s in _seq(data.get("schemes")) if isinstance(s, str)), "https")
+        base = data.get("basePath") if isinstance(data.get("basePath"), str) else ""
+        found.append(f"{scheme}://{data['host']}{base}")
     return found
 
 
 def openapi_to_markdown(data: dict[str, Any]) -> tuple[str, str, int]:
     """(title, markdown, number of endpoints) for a parsed OpenAPI/Swagger document."""
-    spec = _Spec(data)
+    title, text, count, _ = _render_spec(data, 0)
+    return title, text, count
+
+
+def _render_spec(data: dict[str, Any], size: int) -> tuple[str, str, int, _Spec]:
+    """:func:`openapi_to_markdown` under the budget of a ``size``-byte spec; the :class:`_Spec` says
+    which endpoints were cut or malformed."""
+    spec = _Spec(data, size)
     info = data.get("info") if isinstance(data.get("info"), dict) else {}
     title = str(info.get("title") or "API")
     version = info.get("version")
@@ -276,7 +338,7 @@ def openapi_to_markdown(data: dict[str, Any]) -> tuple[str, str, int]:
     desc = _clean(info.get("description"))
     if desc:
         head += [desc, ""]
-    servers = [s.get("url") for s in data.get("servers") or [] if isinstance(s, dict) and s.get("url")]
+    servers = [str(s["url"]) for s in _seq(data.get("servers")) if isinstance(s, dict) and s.get("url")]
     if servers:
         head += ["Servers: " + ", ".join(servers), ""]
     sections = ["\n".join(head).strip() + "\n"]
@@ -288,18 +350,38 @@ def openapi_to_markdown(data: dict[str, Any]) -> tuple[str, str, int]:
         for method in METHODS:
             op = item.get(method)
             if isinstance(op, dict):
-                sections.append(render_operation(spec, method, str(path), item, op))
+                sections.append(_operation_section(spec, method, str(path), item, op))
                 count += 1
-    return title, "\n".join(sections), count
+    return title, "\n".join(sections), count, spec
+
+
+def _operation_section(spec: _Spec, method: str, path: str, path_item: dict[str, Any], op: dict[str, Any]) -> str:
+    """One endpoint's section; a field of a type the renderer cannot use keeps the heading and summary."""
+    spec.start_operation(f"{method.upper()} {path}")
+    try:
+        return render_operation(spec, method, path, path_item, op)
+    except (TypeError, AttributeError, ValueError, KeyError, IndexError, RecursionError) as exc:
+        spec.malformed.append(f"{method.upper()} {path} ({type(exc).__name__}: {str(exc)[:120]})")
+        summary = op.get("summary")
+        lines = [f"## {method.upper()} {path}", ""]
+        if isinstance(summary, str) and summary.strip():
+            lines += [" ".join(summary.split()), ""]
+        return "\n".join(lines).strip() + "\n"
 
 
 def load_structured(data: bytes, suffix: str) -> Any:
-    """Parse JSON or YAML bytes (YAML through the safe loader only)."""
+    """Parse JSON or YAML bytes (YAML through the safe loader only, bounded by
+    :func:`hanrag.sources.files.load_yaml`: an alias bomb or 100,000 levels raise ``YamlLimitError``)."""
     text = data.decode("utf-8-sig")
     if suffix == ".json":
         return json.loads(text)
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+    return load_yaml(text)
+
+
+def _truncated_message(ops: list[str]) -> str:
+    shown = ", ".join(ops[:3]) + (f" and {len(ops) - 3} more" if len(ops) > 3 else "")
+    return (f"schemas of {len(ops)} endpoint(s) cut ({shown}): nested $refs expand past "
+            f"{_MAX_OP_LINES} field lines per endpoint or the spec's budget; the rest is indexed")
 
 
 def read_openapi(path: Path, root: Path, cfg: Config) -> tuple[Document | None, list[Finding]]:
@@ -310,16 +392,30 @@ def read_openapi(path: Path, root: Path, cfg: Config) -> tuple[Document | None, 
         return None, findings
     try:
         data = load_structured(raw, path.suffix.lower())
-    except (UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as exc:
+    except RecursionError:  # JSON nested past Python's recursion limit
+        message = f"not valid {path.suffix[1:].upper()}: nested too deep to read; skipped"
+        return None, findings + [Finding(rel, "warning", "parse-error", message)]
+    except (UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError, ValueError) as exc:
         line = getattr(exc, "lineno", None) or getattr(getattr(exc, "problem_mark", None), "line", None)
-        message = f"not valid {path.suffix[1:].upper()}: {str(exc).splitlines()[0]}; skipped"
+        what = f"not valid {path.suffix[1:].upper()}"
+        if isinstance(exc, YamlLimitError):
+            what = "over hanrag's YAML limits"
+        message = f"{what}: {(str(exc).splitlines() or [''])[0]}; skipped"
         return None, findings + [Finding(rel, "warning", "parse-error", message, line)]
     if not is_openapi(data):
         message = "JSON/YAML that is not an OpenAPI 3.x or Swagger 2.0 spec; skipped"
         return None, findings + [Finding(rel, "info", "not-openapi", message)]
-    title, text, count = openapi_to_markdown(data)
+    title, text, count, spec = _render_spec(data, len(raw))
     if count == 0:
         findings.append(Finding(rel, "warning", "no-endpoints", "OpenAPI spec has no operations under paths"))
+    if spec.truncated:
+        findings.append(Finding(rel, "warning", "schema-truncated", _truncated_message(spec.truncated)))
+    if spec.malformed:
+        more = len(spec.malformed) - 3
+        shown = "; ".join(spec.malformed[:3]) + (f"; and {more} more" if more > 0 else "")
+        findings.append(Finding(rel, "warning", "malformed-field",
+                                f"a field of the wrong type in {len(spec.malformed)} endpoint(s), indexed with "
+                                f"their heading and summary only: {shown}"))
     info = data.get("info") if isinstance(data.get("info"), dict) else {}
     fields = {"title": title, "sources": _spec_sources(data), "version": info.get("version")}
     extra = {"format": "openapi", "endpoints": count, "spec": str(data.get("openapi") or data.get("swagger"))}

@@ -4,7 +4,9 @@
   every page begins in ``text``. The chunker treats each page start as a hard chunk
   border, so every chunk's ``page`` is the one page its text comes from.
 * Running headers and footers (a line among the first or last lines of most pages,
-  compared with digits masked so "Page 3 of 9" matches "Page 4 of 9") are dropped.
+  compared with digits masked so "Page 3 of 9" matches "Page 4 of 9") are dropped, unless
+  that would leave a page without text (slides or a deck whose pages are one line each:
+  there the repeated line is the content).
 * A word broken by a hyphen at a line end ("implemen-\\ntation") is joined again.
 * A PDF whose pages carry no text at all (a scan) yields a "no-text-layer" finding,
   never an empty document.
@@ -81,9 +83,9 @@ def drop_running_lines(pages: list[list[str]]) -> list[list[str]]:
     for lines in pages:
         content_idx = [i for i, line in enumerate(lines) if line]
         edge_idx = set(content_idx[:_EDGE_LINES] + content_idx[-_EDGE_LINES:])
-        cleaned.append(
-            [line for i, line in enumerate(lines) if not (i in edge_idx and _DIGITS.sub("#", line) in running)]
-        )
+        kept = [line for i, line in enumerate(lines) if not (i in edge_idx and _DIGITS.sub("#", line) in running)]
+        # a page whose every line looks like a running line has no header: it is all content
+        cleaned.append(kept if any(kept) or not content_idx else lines)
     return cleaned
 
 

@@ -103,6 +103,12 @@ class Analyzer:
             pass
         return table
 
+    def english_token(self, word: str) -> str | None:
+        """The BM25 token of one English word as the index writes it (stemmed when ``text.en_stem``); None for a
+        stopword or a word too short to index."""
+        tokens = self._en.tokenize(word)
+        return tokens[0] if len(tokens) == 1 else None
+
     def is_nominal_word(self, word: str) -> bool:
         """Whether every morpheme Kiwi reads in ``word`` can be part of a term (a noun, not 파드의 or 그리고):
         for the corpus glossary (:func:`hanrag.index.glossary.mine_glossary`)."""

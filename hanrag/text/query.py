@@ -14,12 +14,18 @@ Everything ``--explain`` shows comes from :class:`QueryTerms`.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from hanrag.lexicon import Lexicon
     from hanrag.text import Analyzer
+
+
+_HANGUL_WORD = re.compile(r"^[가-힣]{2,}$")
+_LATIN_WORD = re.compile(r"[A-Za-z]{4,}")
 
 
 @dataclass(frozen=True)
@@ -108,4 +114,50 @@ def glossary_expansions(text: str, lang: str, analyzer: Analyzer, glossary: Lexi
             for tok in toks:
                 if tok not in taken and w > out.get(tok, (0.0, ""))[0]:
                     out[tok] = (w, f"glossary:{term}")
+    return out
+
+
+def link_expansions(text: str, tokens: Iterable[str], analyzer: Analyzer, keys: Mapping[str, Mapping[str, list[str]]],
+                    weight: float, channels: Iterable[str], taken: Mapping[str, float],
+                    exists: Callable[[str], bool]) -> dict[str, tuple[float, str]]:
+    """BM25 expansion across Korean and English from the index's sound keys (:mod:`hanrag.index.links`): token ->
+    (weight, ``link:<word> (<channel>)``), none of ``taken``.
+
+    * a Korean loanword of the query (``tokens``) -> the corpus's English words with its consonant key, the vowels
+      choosing among them (오토베큠 -> autovacuum);
+    * an English word of the query (``text``) -> the corpus's Korean loanwords the same way (deployment ->
+      디플로이먼트);
+    * a Sino-Korean word -> CC-CEDICT's English glosses of its Han words that the index holds (``exists``:
+      변수 -> variable).
+
+    One query word's links share ``weight``."""
+    from hanrag.text.loanword import MIN_LIKENESS, best_spellings, english_key, hangul_key, may_be_loanword
+    from hanrag.text.loanword import may_be_sino_korean as sino
+
+    channels = set(channels)
+    english, korean = keys.get("english") or {}, keys.get("korean") or {}
+    links: dict[str, tuple[list[str], str]] = {}
+    for tok in dict.fromkeys(tokens):
+        if not _HANGUL_WORD.match(tok):
+            continue
+        if "loanword" in channels and may_be_loanword(tok):
+            spelled = best_spellings(tok, english.get(hangul_key(tok), ()), MIN_LIKENESS)
+            targets = [t for t in dict.fromkeys(analyzer.english_token(w) for w in spelled) if t]
+            links[tok] = (targets, "loanword")
+        elif "hanja" in channels and sino(tok):
+            from hanrag.text.cedict import hangul_en_dictionary
+
+            glosses = (analyzer.english_token(w) for w in hangul_en_dictionary().get(tok, ()))
+            links[tok] = ([t for t in dict.fromkeys(glosses) if t and exists(t)][:2], "hanja")
+    if "loanword" in channels:
+        for word in dict.fromkeys(w.lower() for w in _LATIN_WORD.findall(text)):
+            cands = korean.get(english_key(word), ())
+            links[word] = (best_spellings(word, cands, MIN_LIKENESS, english_first=True), "loanword")
+    out: dict[str, tuple[float, str]] = {}
+    for word, (targets, channel) in links.items():
+        targets = [t for t in targets if t not in taken]
+        for t in targets:
+            w = weight / len(targets)
+            if w > out.get(t, (0.0, ""))[0]:
+                out[t] = (w, f"link:{word} ({channel})")
     return out

@@ -136,9 +136,10 @@ def test_manifest_edit_without_resigning_refused(small_index: Path, tmp_path: Pa
     path.write_text(json.dumps(m), encoding="utf-8")
     with pytest.raises(store.IndexLoadError, match="CURRENT recorded"):
         open_snapshot(index)
-    # a hand-written CURRENT (rollback) with only the name still gets the manifest's own checksum checked
+    # a CURRENT with only the name would skip that check: refused (issue 30, finding 6)
     (index / store.POINTER).write_text(snap.name + "\n")
-    assert open_snapshot(index).manifest["embedder"]["identity"] == "something-else"
+    with pytest.raises(store.IndexLoadError, match="without its 'manifest-sha256' line"):
+        open_snapshot(index)
 
 
 def test_old_format_and_reversed_rows_with_stale_checksums(small_index: Path, tmp_path: Path) -> None:
@@ -290,8 +291,9 @@ def test_form_posts_refused_without_key(open_server: ThreadServer, built: dict, 
             for path in ("/index/rebuild", "/search"):
                 r = c.post(path, content=body, headers={"content-type": ctype})
                 assert r.status_code == 415 and "application/json" in r.json()["error"], (path, ctype)
-        r = c.post("/index/rebuild")  # a body-less "simple" cross-site fetch
-        assert r.status_code == 415
+        # a body-less "simple" cross-site fetch: a browser sends Origin (or Sec-Fetch-Site) with it
+        for headers in ({"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"}):
+            assert c.post("/index/rebuild", headers=headers).status_code == 415
     # with a corpus root configured, no job was started by any of them
     cfg = load_config(built["config_path"], env=False)
     cfg.server.corpus_root = str(built["corpus"])
@@ -301,6 +303,8 @@ def test_form_posts_refused_without_key(open_server: ThreadServer, built: dict, 
         r = c.post(
             "/index/rebuild", content=b"source=files", headers={"content-type": "application/x-www-form-urlencoded"}
         )
+        assert r.status_code == 415
+        r = c.post("/index/rebuild", headers={"Origin": "http://evil.example"})
         assert r.status_code == 415
         assert c.get("/stats").json()["rebuild_running"] is None
 
@@ -365,7 +369,7 @@ def test_job_does_not_return_absolute_index_path(built: dict, tmp_path: Path) ->
     [
         {"query": "롤백", "top_k": "5"},
         {"query": "롤백", "top_k": True},
-        {"query": "롤백", "top_k": 5.0},
+        {"query": "롤백", "top_k": 5.5},  # 5.0 is an integer to JSON Schema, and accepted (test_edges.py)
         {"query": "롤백", "explain": 0},
         {"query": "롤백", "explain": "true"},
         {"query": "롤백", "filters": {"tier": ["0"]}},

@@ -11,7 +11,7 @@ import pytest
 
 import hanrag
 from hanrag.config import Config
-from hanrag.search.xling import _OFFENSIVE
+from hanrag.text.cedict import _OFFENSIVE
 
 DATA = __import__("pathlib").Path(__file__).parent.parent / "data" / "cross_script"
 

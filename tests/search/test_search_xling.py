@@ -46,7 +46,7 @@ def test_with_lang_keeps_other_filters():
 def _offensive_headwords() -> set[str]:
     import gzip
 
-    from hanrag.search.xling import _OFFENSIVE, cedict_path
+    from hanrag.text.cedict import _OFFENSIVE, cedict_path
 
     out = set()
     with gzip.open(cedict_path(), "rt", encoding="utf-8") as fh:

@@ -43,6 +43,13 @@ def test_tier_map_and_ai_globs(tmp_path):
     assert tier_for("plain/x.md", cfg) == 3 and tier_for("x.md", cfg) == 3
 
 
+def test_a_folder_named_for_a_year_is_not_a_tier():
+    cfg = Config(corpus=CorpusConfig(default_tier=3))
+    assert tier_for("99. 온라인 자료/x.md", cfg) == 99 and tier_for("07 notes/x.md", cfg) == 7
+    # tiers are 0-99: a year (or a 30-digit number) would be a tier no filter can name
+    assert tier_for("2024 notes/x.md", cfg) == 3 and tier_for(f"{'9' * 30}/x.md", cfg) == 3
+
+
 def test_encodings_binary_empty_large(tmp_path):
     write(tmp_path, "bom.md", b"\xef\xbb\xbf# T\r\n\r\nline one\r\nline two https://a.example\r\n")
     write(tmp_path, "cp949.txt", "사주 메모입니다. 갑목은 양의 나무입니다. 출처: https://namu.wiki/w/사주\n".encode("cp949"))
