@@ -11,7 +11,7 @@ Protocol (fixed, issue 11):
   weight α ∈ {0.1 … 0.9} (the best mean nDCG@10 over the cell's queries; the nDCG of hanrag eval,
   :func:`hanrag.eval.query_metrics`), and the fusion method (minmax, calibrated,
   zscore, ceiling); settings that change candidates (``--dense-background``, ``--glossary-weight``,
-  ``--expansion-weight``, ``--translate-weight``) are compared by one run each, on the same mean
+  ``--expansion-weight``, ``--translate-weight``, ``--link-weight``) are compared by one run each, on the same mean
   leave-one-set-out nDCG@10. Each query
   runs once through the product path (``hanrag.build`` indexes, :meth:`Searcher.fused_candidates`, the pipeline
   up to rerank); the normalised BM25 and dense scores of every candidate are kept and re-weighted here, which is
@@ -70,8 +70,46 @@ def collect(index: Index, cfg: Config, sets, emb, fusion: str) -> list[dict]:  #
                 continue
             docs = [cand.chunks[i].doc_id.partition("/")[2] for i in cand.ids]
             out.append({"set": es.name, "cell": cand.plan.rule, "rel": es.qrels.get(q.qid, {}), "docs": docs,
-                        "bn": np.asarray(fused.bm25_norm), "dn": np.asarray(fused.dense_norm)})
+                        "bn": np.asarray(fused.bm25_norm), "dn": np.asarray(fused.dense_norm),
+                        "X": searcher.ranking_features(cand, fused)})
     return out
+
+
+def _pairs(rec: dict, max_neg: int = 30) -> np.ndarray:
+    """Feature differences (relevant minus not) of one query's candidates: its judged passages against the
+    best-fused unjudged ones (the competitors that matter); empty without a relevant candidate."""
+    rel = np.array([rec["rel"].get(d, 0) > 0 for d in rec["docs"]])
+    if not rel.any() or rel.all():
+        return np.zeros((0, rec["X"].shape[1]))
+    order = np.argsort(-(rec["bn"] + rec["dn"]), kind="stable")
+    neg = [i for i in order if not rel[i]][:max_neg]
+    pos = np.flatnonzero(rel)
+    return (rec["X"][pos][:, None, :] - rec["X"][neg][None, :, :]).reshape(-1, rec["X"].shape[1])
+
+
+def fit_ranker(records: list[dict], l2: float = 1e-2, steps: int = 400, lr: float = 0.5) -> np.ndarray:
+    """Linear weights over the ranker's features minimising the pairwise logistic loss, every query weighing the
+    same (gradient descent on standardised features, weights returned on the raw scale)."""
+    per_query = [(d, 1.0 / len(d)) for d in (_pairs(r) for r in records) if len(d)]
+    if not per_query:
+        return np.zeros(records[0]["X"].shape[1]) if records else np.zeros(0)
+    diffs = np.vstack([d for d, _ in per_query])
+    weight = np.concatenate([np.full(len(d), w) for d, w in per_query]) / len(per_query)
+    scale = np.vstack([r["X"] for r in records]).std(axis=0)
+    scale[scale == 0] = 1.0
+    z = diffs / scale
+    w = np.zeros(z.shape[1])
+    for _ in range(steps):
+        margin = z @ w
+        grad = -(z * (weight / (1.0 + np.exp(margin)))[:, None]).sum(axis=0) + l2 * w
+        w -= lr * grad
+    return w / scale
+
+
+def model_score(rec: dict, w: np.ndarray) -> float:
+    scores = rec["X"] @ w
+    docs = list(dict.fromkeys(rec["docs"][i] for i in np.argsort(-scores, kind="stable")))
+    return query_metrics(docs, rec["rel"])[0]
 
 
 def ranking(rec: dict, alpha: float) -> list[str]:
@@ -123,6 +161,9 @@ def main() -> None:
     ap.add_argument("--expansion-weight", type=float, default=None, help="lexicon.expansion_weight (to compare)")
     ap.add_argument("--translate-weight", type=float, default=None,
                     help="search.xling_translate_weight (to compare)")
+    ap.add_argument("--ranker", action="store_true",
+                    help="also fit the learned linear ranker (first --fusions method) and report it the same way")
+    ap.add_argument("--link-weight", type=float, default=None, help="search.link_weight (to compare)")
     ap.add_argument("--json", type=Path, default=None, help="write the figures here (with the commit measured)")
     args = ap.parse_args()
     measured = measured_what()
@@ -134,6 +175,8 @@ def main() -> None:
         cfg.lexicon.expansion_weight = args.expansion_weight
     if args.translate_weight is not None:
         cfg.search.xling_translate_weight = args.translate_weight
+    if args.link_weight is not None:
+        cfg.search.link_weight = args.link_weight
     emb = caching_embedder(cfg)
     names = available(args.sets or [*SHARED_SETS, *TUNE_SETS])
     shared = {n: first_queries(load(n), args.max_queries) for n in names}
@@ -154,12 +197,14 @@ def main() -> None:
 
     results = {}
     held_by: dict[str, dict[str, float]] = {}
+    records_by: dict[str, list[dict]] = {}
     for fusion in args.fusions:
         records = []
         for where, idx, sets in indexes:
             for r in collect(idx, cfg, sets, emb, fusion):
                 r["set"] = f"{where}:{r['set']}" if where == "MIXED" else r["set"]
                 records.append(r)
+        records_by[fusion] = records
         cells = sorted({r["cell"] for r in records})
         # a set's queries run standalone and in MIXED: both leave together (no query is in train and test)
         base = {r["set"]: r["set"].removeprefix("MIXED:") for r in records}
@@ -179,6 +224,24 @@ def main() -> None:
         results[fusion] = (float(np.mean(list(held.values()))), final)
         held_by[fusion] = held
         print(f"  mean held-out nDCG@10 {results[fusion][0]:.4f}; chosen on all tuning sets: {final}")
+    ranker = None
+    if args.ranker:
+        from hanrag.search.ranker import FEATURES
+
+        fusion = args.fusions[0]
+        records = records_by[fusion]
+        base = {r["set"]: r["set"].removeprefix("MIXED:") for r in records}
+        held_model = {}
+        for g in sorted(set(base.values())):
+            w = fit_ranker([r for r in records if base[r["set"]] != g])
+            held_model[g] = float(np.mean([model_score(r, w) for r in records if base[r["set"]] == g]))
+            print(f"  learned ranker, held out {g:<28} nDCG@10 {held_model[g]:.3f} "
+                  f"(rule table {held_by[fusion][g]:.3f})")
+        w_all = fit_ranker(records)
+        ranker = {"mean_held_out_ndcg@10": float(np.mean(list(held_model.values()))), "held_out": held_model,
+                  "weights": {f: round(float(x), 6) for f, x in zip(FEATURES, w_all, strict=True)}}
+        print(f"  learned ranker: mean held-out nDCG@10 {ranker['mean_held_out_ndcg@10']:.4f} "
+              f"(rule table, {fusion}: {results[fusion][0]:.4f}); weights on all: {ranker['weights']}")
     best = max(results, key=lambda f: results[f][0])
     print(f"\nfusion with the best mean held-out nDCG@10: {best} {results[best]}")
     if args.json:
@@ -188,9 +251,11 @@ def main() -> None:
             "settings": {"dense_background": cfg.search.dense_background,
                          "glossary_weight": cfg.search.glossary_weight,
                          "expansion_weight": cfg.lexicon.expansion_weight,
-                         "xling_translate_weight": cfg.search.xling_translate_weight},
+                         "xling_translate_weight": cfg.search.xling_translate_weight,
+                         "link_weight": cfg.search.link_weight},
             "fusions": {f: {"mean_held_out_ndcg@10": m, "held_out": held_by[f], "chosen_on_all": final}
                         for f, (m, final) in results.items()},
+            "learned_ranker": ranker,
         }, indent=1))
 
 

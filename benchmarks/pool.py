@@ -1,0 +1,82 @@
+"""Pool the MIXED index's unjudged top-10 passages for judging by reading (pooled judgments, issue 26).
+
+In the MIXED index (every corpus in one collection, ``quality.py``) a query meets passages of other sets, some of
+which answer it: a Korean question of ko2en_tech over English Kubernetes pages also finds the Korean Kubernetes
+pages of en2ko_tech. The original judgments count them wrong. This script runs the named rows over the named sets
+in MIXED and writes, per set, every passage in any row's top 10 that the set's judgments do not name —
+``eval/pooled/pool-<set>.jsonl`` (qid, query, doc as the run names it, the passage's text) — for a reader to judge
+into ``eval/pooled/<set>.tsv`` (``qid  doc  grade  reason``; grade 0 = does not answer). ``quality.py --pooled``
+then reports MIXED with the original judgments and with the pooled ones.
+
+    python benchmarks/pool.py --sets ko2en_tech en2ko_tech [--rows bm25 dense "hanrag default"]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from evalsets import INDEX_ROOT, MIXED_SETS, REPO_EVAL, available, build, caching_embedder, load, tasks
+from quality import rows
+
+from hanrag.api import Index
+from hanrag.config import Config
+from hanrag.eval import run_doc_id
+from hanrag.search.searcher import Searcher
+
+POOL_DIR = REPO_EVAL / "pooled"
+
+
+def pooled_judgments(set_name: str) -> dict[str, dict[str, int]]:
+    """qid -> doc -> grade read from ``eval/pooled/<set>.tsv`` (empty when there is none)."""
+    path = POOL_DIR / f"{set_name}.tsv"
+    out: dict[str, dict[str, int]] = {}
+    if not path.is_file():
+        return out
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) < 4:
+            raise ValueError(f"{path}:{n}: expected qid, doc, grade and reason separated by tabs")
+        out.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sets", nargs="+", required=True)
+    ap.add_argument("--rows", nargs="*", default=["bm25", "dense", "hanrag default"])
+    ap.add_argument("--depth", type=int, default=10)
+    args = ap.parse_args()
+    cfg = Config()
+    emb = caching_embedder(cfg)
+    mixed = [load(n) for n in available(list(MIXED_SETS))]
+    build("MIXED", mixed, cfg, emb)
+    emb.save()
+    index = Index(INDEX_ROOT / "MIXED", cfg, embedder=emb)
+    texts = {c.doc_id: c.text for c in index.snapshot.chunks}
+    wanted = [t for t in tasks(mixed) if t.name in args.sets]
+    POOL_DIR.mkdir(parents=True, exist_ok=True)
+    for task in wanted:
+        pool: dict[tuple[str, str], dict] = {}
+        qvecs = emb.encode_queries([q.text for q in task.queries])
+        for label, (mode, c) in rows(cfg, args.rows).items():
+            searcher = Searcher(index.backend, c, emb, index.analyzer, index.lexicon)
+            for q, qvec in zip(task.queries, qvecs, strict=True):
+                judged = task.qrels.get(q.qid, {})
+                for hit in searcher.search(q.text, top_k=args.depth, mode=mode, qvec=qvec):
+                    doc = run_doc_id(hit.chunk.doc_id, task.prefix)
+                    if doc not in judged:
+                        entry = pool.setdefault((q.qid, doc), {"qid": q.qid, "query": q.text, "doc": doc,
+                                                               "text": texts.get(hit.chunk.doc_id, ""), "rows": []})
+                        entry["rows"].append(label)
+        out = POOL_DIR / f"pool-{task.name}.jsonl"
+        out.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in pool.values()), encoding="utf-8")
+        print(f"{task.name}: {len(pool)} unjudged passages in the top {args.depth} of {', '.join(args.rows)} "
+              f"-> {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
