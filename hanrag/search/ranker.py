@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 FEATURES = (
+    "rule_fused",  # the rule table's fused score: the model corrects the table rather than replacing it
     "bm25_norm",  # min-max BM25 over the pool
     "dense_calibrated",  # cosine above the language's background (fusion.calibrated_cosine)
     "dense_gap",  # raw cosine minus the pool's best
@@ -73,7 +74,8 @@ def _rank_feature(ids: Sequence[str], retrieved: Mapping[str, float]) -> np.ndar
     return np.array([1.0 / (1.0 + order[c]) if c in order else 0.0 for c in ids], dtype=np.float64)
 
 
-def candidate_features(ids: Sequence[str], bm25_norm: np.ndarray, dense_norm: np.ndarray, dense_raw: np.ndarray,
+def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np.ndarray, dense_norm: np.ndarray,
+                       dense_raw: np.ndarray,
                        own: np.ndarray, expansion: np.ndarray, ceiling: float, same_language: np.ndarray,
                        bm25_list: Mapping[str, float], dense_list: Mapping[str, float],
                        lengths: np.ndarray) -> np.ndarray:
@@ -83,7 +85,7 @@ def candidate_features(ids: Sequence[str], bm25_norm: np.ndarray, dense_norm: np
     gap = np.nan_to_num(raw - best, nan=-1.0)
     scale = ceiling if ceiling > 0 else 1.0
     cols = [
-        np.nan_to_num(bm25_norm), np.nan_to_num(dense_norm), gap,
+        np.nan_to_num(rule_fused), np.nan_to_num(bm25_norm), np.nan_to_num(dense_norm), gap,
         np.nan_to_num(own) / scale, np.nan_to_num(expansion) / scale,
         np.asarray(same_language, dtype=np.float64),
         _rank_feature(ids, bm25_list), _rank_feature(ids, dense_list),

@@ -348,10 +348,11 @@ class Searcher:
         return _Candidates(plan, weights, qvec, bm25, dense, ids, chunks)
 
     def _cross_lingual_stage(self, cand: _Candidates, k: int, filters: Filters | None, times: StageTimes) -> None:
-        """Adds the query's corpus links (오토베큠 -> autovacuum); re-selects the rule on the lexical evidence in any
-        script; when the query's own language has weak lexical evidence, lets other languages compete: the other names the corpus glossary gives its terms
-        (활성 프로브 = liveness probe) and dictionary translations for English queries (time counted as BM25), and
-        each language's dense pool centred (time counted as dense). Updates ``cand`` in place.
+        """Adds the query's corpus links (오토베큠 -> autovacuum); re-selects the rule on the lexical evidence in
+        any script; when the query's own language has weak lexical evidence, lets other languages compete: the
+        other names the corpus glossary gives its terms (활성 프로브 = liveness probe) and dictionary
+        translations for English queries (time counted as BM25), and each language's dense pool centred (time
+        counted as dense). Updates ``cand`` in place.
         """
         sc = self.cfg.search
         # corpus links in every query: a Korean question in a mixed collection needs the English words of its
@@ -426,7 +427,7 @@ class Searcher:
         exp_scores = self.backend.sparse_scores(expansion, cand.ids) if expansion else np.zeros(n)
         chunks = [cand.chunks[c] for c in cand.ids]
         return candidate_features(
-            cand.ids, fused.bm25_norm, fused.dense_norm, fused.dense_raw, own_scores, exp_scores,
+            cand.ids, fused.fused, fused.bm25_norm, fused.dense_norm, fused.dense_raw, own_scores, exp_scores,
             self.query_ceiling(cand.plan, cand.weights), np.array([c.lang == cand.plan.lang for c in chunks]),
             cand.bm25, cand.dense, np.array([len(c.text) for c in chunks]))
 
