@@ -476,7 +476,8 @@ def _parse_env(raw: str, tp: Any, var: str, key: str) -> Any:
             return float(text)
         except ValueError:
             raise bad("a number") from None
-    if typing.get_origin(tp) is list and typing.get_args(tp)[0] in (str, int, float, bool):
+    if typing.get_origin(tp) is list and (typing.get_args(tp)[0] in (str, int, float, bool)
+                                         or typing.get_origin(typing.get_args(tp)[0]) is Literal):
         item = typing.get_args(tp)[0]
         if text.startswith("["):
             try:

@@ -303,7 +303,7 @@ def serve(index_dir: str | Path, cfg: Config, *, http: bool = False, port: int |
         return
     import uvicorn
 
-    from hanrag.server.run import uvicorn_config
+    from hanrag.server.edge import uvicorn_config
 
     port = cfg.server.port if port is None else port
     check_bind(HTTP_HOST, cfg)

@@ -29,7 +29,7 @@ from hanrag.doctor import diagnose
 from hanrag.records import Filters
 from hanrag.server import create_app
 from hanrag.server.discovery import search_fingerprint
-from hanrag.server.run import uvicorn_config
+from hanrag.server.edge import uvicorn_config
 from tests.server_util import CORPUS, TEST_CONFIG, ThreadServer, build_test_index, free_port
 
 runner = CliRunner()

@@ -1,6 +1,9 @@
 """The corpus glossary at work: a Korean term reaches English text that only uses its English name, and back,
 when the query's own language has weak lexical evidence (tests/data/glossary: a Korean page glossing
-스테이트풀셋(StatefulSet) and others, an English StatefulSet page)."""
+스테이트풀셋(StatefulSet) and others, an English StatefulSet page).
+
+Corpus links (loanwords by sound) reach the same words, so these tests run without them
+(``search.link_weight = 0``) to see what the glossary does; the last test sees both at work."""
 
 from __future__ import annotations
 
@@ -16,12 +19,18 @@ from hanrag.config import Config
 DATA = Path(__file__).parent.parent / "data" / "glossary"
 
 
+def no_links() -> Config:
+    cfg = Config()
+    cfg.search.link_weight = 0.0
+    return cfg
+
+
 @pytest.fixture(scope="module")
 def idx(tmp_path_factory):
     root = tmp_path_factory.mktemp("gl")
     shutil.copytree(DATA, root / "corpus")
     hanrag.build(root / "corpus", root / "index", Config())
-    return hanrag.open(root / "index", Config())
+    return hanrag.open(root / "index", no_links())
 
 
 def _hit(res, name: str):
@@ -62,7 +71,7 @@ def test_a_query_its_own_language_answers_is_not_glossed(idx):
 
 
 def test_the_glossary_can_be_switched_off(idx):
-    cfg = copy.deepcopy(Config())
+    cfg = no_links()
     cfg.search.glossary_weight = 0.0
     off = hanrag.open(idx.index_dir, cfg)
     res = off.search_result("스테이트풀셋 파드 순서", top_k=5, explain=True)
@@ -73,9 +82,18 @@ def test_the_glossary_can_be_switched_off(idx):
 
 def test_a_wrong_pair_can_be_excluded_by_either_side(idx):
     for name in ("스테이트풀셋", "statefulset"):
-        cfg = copy.deepcopy(Config())
+        cfg = no_links()
         cfg.search.glossary_exclude = [name]
         res = hanrag.open(idx.index_dir, cfg).search_result("스테이트풀셋 파드 순서", top_k=5, explain=True)
         assert "glossary:스테이트풀셋" not in dict(res.plan.expansion_via).values()
     assert "스테이트풀셋" not in (hanrag.open(idx.index_dir, cfg).searcher.glossary.entries)
 
+
+
+def test_without_the_glossary_a_loanword_link_still_reaches_the_english_page(idx):
+    cfg = copy.deepcopy(Config())
+    cfg.search.glossary_weight = 0.0
+    res = hanrag.open(idx.index_dir, cfg).search_result("스테이트풀셋 파드 순서", top_k=5, explain=True)
+    hit = _hit(res, "en_statefulset.md")
+    assert hit is not None
+    assert dict(hit.explanation.matched_via)["statefulset"] == "link:스테이트풀셋 (loanword)"
