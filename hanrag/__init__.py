@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import importlib
 
+from hanrag.version import __version__  # noqa: F401 - the public hanrag.__version__
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a few ms of every relayed search)
-__version__ = "0.1.0"
 
 _EXPORTS = {
     "Index": "api", "build": "api", "open": "api",

@@ -95,7 +95,7 @@ _state = {"debug": False}
 
 def _print_version(value: bool) -> None:
     if value:
-        from hanrag import __version__
+        from hanrag.version import __version__
 
         print(f"hanrag {__version__}")
         raise typer.Exit()

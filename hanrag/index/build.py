@@ -23,7 +23,6 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from hanrag import __version__
 from hanrag.chunking import chunk_corpus
 from hanrag.config import Config
 from hanrag.embed import Embedder, identity_key
@@ -39,6 +38,7 @@ from hanrag.index.sparse import SparseBuilder
 from hanrag.records import Chunk, Finding
 from hanrag.text import get_analyzer
 from hanrag.validate import PreparedCorpus, prepare_corpus
+from hanrag.version import __version__
 
 # a killed build resumes from the last checkpoint of the embedding cache: one after at least 256 new vectors
 # and either a quarter of what the cache held (a geometric series: a handful of segments per million) or
