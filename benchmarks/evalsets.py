@@ -37,6 +37,7 @@ TUNE_SETS = ("tune_ko2zpzq", "tune_ko_tech", "tune_en2ko_tech")
 MIXED_SETS = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en2zh", "cranfield_en", *CROSS_SETS)
 REPO_EVAL = ROOT / "eval"
 INDEX_ROOT = ROOT / ".cache" / "quality"
+POOL_DIR = REPO_EVAL / "pooled"  # MIXED's pooled judgments (benchmarks/pool.py)
 
 
 def set_folder(name: str) -> Path:
@@ -111,3 +112,19 @@ def measured_what() -> dict[str, object]:
 
     return {"commit": git("rev-parse", "HEAD"), "uncommitted_changes": bool(git("status", "--porcelain")),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def pooled_judgments(set_name: str) -> dict[str, dict[str, int]]:
+    """qid -> doc -> grade read from ``eval/pooled/<set>.tsv`` (empty when there is none)."""
+    path = POOL_DIR / f"{set_name}.tsv"
+    out: dict[str, dict[str, int]] = {}
+    if not path.is_file():
+        return out
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) < 4:
+            raise ValueError(f"{path}:{n}: expected qid, doc, grade and reason separated by tabs")
+        out.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+    return out

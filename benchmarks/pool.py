@@ -17,31 +17,13 @@ import argparse
 import json
 import sys
 
-from evalsets import INDEX_ROOT, MIXED_SETS, REPO_EVAL, available, build, caching_embedder, load, tasks
+from evalsets import INDEX_ROOT, MIXED_SETS, POOL_DIR, available, build, caching_embedder, load, tasks
 from quality import rows
 
 from hanrag.api import Index
 from hanrag.config import Config
 from hanrag.eval import run_doc_id
 from hanrag.search.searcher import Searcher
-
-POOL_DIR = REPO_EVAL / "pooled"
-
-
-def pooled_judgments(set_name: str) -> dict[str, dict[str, int]]:
-    """qid -> doc -> grade read from ``eval/pooled/<set>.tsv`` (empty when there is none)."""
-    path = POOL_DIR / f"{set_name}.tsv"
-    out: dict[str, dict[str, int]] = {}
-    if not path.is_file():
-        return out
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        parts = line.split("\t")
-        if len(parts) < 4:
-            raise ValueError(f"{path}:{n}: expected qid, doc, grade and reason separated by tabs")
-        out.setdefault(parts[0], {})[parts[1]] = int(parts[2])
-    return out
 
 
 def main() -> None:

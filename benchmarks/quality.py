@@ -19,6 +19,7 @@ they are reported as seen, not held out (docs/evaluation.md). Vectors come from 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -36,6 +37,7 @@ from evalsets import (
     first_queries,
     load,
     measured_what,
+    pooled_judgments,
     tasks,
 )
 
@@ -65,15 +67,29 @@ def folded_docs(index: Index) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
+def with_pooled(es):  # noqa: ANN001, ANN201 - EvalSet
+    """``es`` under the name "<set> pooled", its judgments joined by ``eval/pooled/<set>.tsv`` (benchmarks/pool.py):
+    the passages of the MIXED index judged by reading; None without such a file."""
+    pooled = pooled_judgments(es.name)
+    if not pooled:
+        return None
+    qrels = {q.qid: {**pooled.get(q.qid, {}), **es.qrels.get(q.qid, {})} for q in es.queries}
+    return type(es)(f"{es.name} pooled", es.docs, es.queries, {k: v for k, v in qrels.items() if v})
+
+
 def evaluate(name: str, set_names: list[str], cfg: Config, emb, row_names: list[str] | None, max_q: int,  # noqa: ANN001
-             dedup: bool = True):
+             dedup: bool = True, pooled: bool = False):
     sets = [first_queries(load(n), max_q) for n in set_names]
     t = time.perf_counter()
     name = name if dedup else f"{name}-nodedup"
     report = build(name, sets, cfg, emb, dedup=dedup)
     emb.save()
     index = Index(INDEX_ROOT / name, cfg, embedder=emb)
-    res = run_ablations(index.backend, cfg, tasks(sets), embedder=emb, analyzer=index.analyzer,
+    todo = tasks(sets)
+    if pooled:  # the same queries again, judged with the pooled judgments too (the original figures stay)
+        todo += [dataclasses.replace(t, name=p.name, qrels=p.qrels)
+                 for t, p in ((t, with_pooled(es)) for t, es in zip(todo, sets, strict=True)) if p is not None]
+    res = run_ablations(index.backend, cfg, todo, embedder=emb, analyzer=index.analyzer,
                         lexicon=index.lexicon, configs=rows(cfg, row_names), also=folded_docs(index))
     emb.save()
     print(f"[{name}] {report.chunks} chunks ({report.dedup.get('duplicates')} folded), "
@@ -98,6 +114,8 @@ def main() -> None:
     ap.add_argument("--max-queries", type=int, default=0, help="first N queries per set (0 = all)")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--no-dedup", action="store_true", help="build without near-duplicate folding (to compare)")
+    ap.add_argument("--pooled", action="store_true",
+                    help="MIXED also with the pooled judgments of eval/pooled/ (benchmarks/pool.py), as '<set> pooled'")
     ap.add_argument("--backend", default="", help="embedder backend to evaluate (indexes get a -BACKEND suffix)")
     args = ap.parse_args()
     measured = measured_what()  # before the run: a commit made while it runs is not what it measured
@@ -115,7 +133,7 @@ def main() -> None:
     mixed: dict[str, dict[str, dict[str, float]]] = {}
     if not args.no_mixed:
         mixed = evaluate("MIXED" + suffix, available(list(MIXED_SETS)), cfg, emb, args.rows, args.max_queries,
-                         not args.no_dedup)
+                         not args.no_dedup, args.pooled)
     for metric in ("ndcg@10", "mrr@10"):
         print(table("standalone", standalone, metric))
         if mixed:
