@@ -132,7 +132,7 @@ def start_server(index: Path, config: Path, port: int) -> tuple[subprocess.Popen
     return proc, time.perf_counter() - t
 
 
-def http_search(client, query: str) -> float:  # noqa: ANN001 - httpx.Client
+def http_search(client, query: str) -> float:
     t = time.perf_counter()
     r = client.post("/search", json={"query": query, "top_k": 10})
     took = time.perf_counter() - t

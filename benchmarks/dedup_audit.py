@@ -27,7 +27,7 @@ from hanrag.validate import prepare_corpus, prepare_documents
 BINS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.01)
 
 
-def corpora(cfg: Config):  # noqa: ANN201
+def corpora(cfg: Config):
     for name in available([*SHARED_SETS, "korquad1_ko", "cmrc2018_zh", *CROSS_SETS]):
         prepared = prepare_documents(documents(load(name)), [], cfg)
         yield name, [c for d in prepared.indexable for c in chunk_document(d, cfg.chunking)]

@@ -22,7 +22,7 @@ SETS = ["korquad1_ko", "korquad1_ko_chunks", "cmrc2018_zh", "cmrc2018_zh_chunks"
         "cranfield_en"]
 
 
-def _cached(folder: Path, ids_name: str, vec_name: str, ids: list[str], encode) -> np.ndarray:  # noqa: ANN001
+def _cached(folder: Path, ids_name: str, vec_name: str, ids: list[str], encode) -> np.ndarray:
     """Vectors for ``ids`` in order, reusing cached rows and embedding (then caching) the rest."""
     have: dict[str, np.ndarray] = {}
     if (folder / ids_name).is_file() and (folder / vec_name).is_file():
@@ -51,7 +51,7 @@ def evaluate_set(name: str, cached_only: bool) -> dict[str, float] | None:
     qtext = {q.qid: q.text for q in es.queries}
     embedder = None
 
-    def enc(kind: str):  # noqa: ANN202
+    def enc(kind: str):
         def run(ids: list[str]) -> np.ndarray:
             nonlocal embedder
             if embedder is None:

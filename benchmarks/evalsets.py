@@ -83,7 +83,7 @@ def eval_config(**search_changes) -> Config:
     return cfg
 
 
-def build(name: str, sets: list[EvalSet], cfg: Config, embedder, *, dedup: bool = True):  # noqa: ANN001
+def build(name: str, sets: list[EvalSet], cfg: Config, embedder, *, dedup: bool = True):
     """Build (incrementally) the index ``INDEX_ROOT/name`` over ``sets`` through the product path."""
     from hanrag.index.documents_build import build_from_documents
 
@@ -97,7 +97,7 @@ def tasks(sets: list[EvalSet]) -> list[EvalTask]:
     return [EvalTask(es.name, es.queries, es.qrels, prefix=f"{es.name}/") for es in sets]
 
 
-def caching_embedder(cfg: Config | None = None):  # noqa: ANN201
+def caching_embedder(cfg: Config | None = None):
     from hanrag.embed import load_embedder
     from hanrag.embed_cache import CachingEmbedder
 

@@ -56,7 +56,7 @@ ALPHAS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 FUSIONS = ("minmax", "calibrated", "zscore", "ceiling")
 
 
-def collect(index: Index, cfg: Config, sets, emb, fusion: str) -> list[dict]:  # noqa: ANN001
+def collect(index: Index, cfg: Config, sets, emb, fusion: str) -> list[dict]:
     """One record per query: its rule cell, its relevance, and (doc, bm25_norm, dense_norm) per candidate."""
     c = copy.deepcopy(cfg)
     c.search.fusion = fusion

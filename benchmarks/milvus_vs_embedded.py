@@ -56,10 +56,10 @@ class CachedEmbedder:
         self.by_text, self.dim = by_text, dim
         self.max_tokens, self.truncates = 512, False
 
-    def encode_passages(self, texts):  # noqa: ANN001, ANN201
+    def encode_passages(self, texts):
         return np.stack([self.by_text[t] for t in texts]).astype(np.float32)
 
-    def encode_queries(self, texts):  # noqa: ANN001, ANN201
+    def encode_queries(self, texts):
         raise RuntimeError("query vectors come from the cache")
 
     def count_tokens(self, text: str) -> int:
@@ -78,7 +78,7 @@ class CachedAnalyzer:
     def identity(self) -> dict:
         return self.analyzer.identity()
 
-    def tokenize_many(self, texts, langs):  # noqa: ANN001, ANN201
+    def tokenize_many(self, texts, langs):
         return [self.cache.get((t, g)) or self.analyzer.tokenize(t, g) for t, g in zip(texts, langs, strict=True)]
 
 
@@ -143,7 +143,7 @@ def glob_benchmark(n_chunks: int, searches: int = 30) -> None:
               f"dense top-10, {searches} searches, ms ==")  # fmt: skip
         mil = MilvusBackend(cfg)
 
-        def timed(fn) -> list[float]:  # noqa: ANN001
+        def timed(fn) -> list[float]:
             out = []
             for q in queries:
                 t0 = time.perf_counter()
@@ -151,7 +151,7 @@ def glob_benchmark(n_chunks: int, searches: int = 30) -> None:
                 out.append(time.perf_counter() - t0)
             return out
 
-        def old_path(glob: str):  # noqa: ANN202 - every search scanned the LIKE superset (the code before)
+        def old_path(glob: str):
             f = Filters(source_glob=glob)
             base = and_expr('dup_of == ""', filters_to_expr(f))
             return lambda q: mil._search("dense", q.tolist(), 10, mil.resolve_glob(glob, base), mil._dense_params(10))

@@ -67,7 +67,7 @@ def folded_docs(index: Index) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-def with_pooled(es):  # noqa: ANN001, ANN201 - EvalSet
+def with_pooled(es):
     """``es`` under the name "<set> pooled", its judgments joined by ``eval/pooled/<set>.tsv`` (benchmarks/pool.py):
     the passages of the MIXED index judged by reading; None without such a file."""
     pooled = pooled_judgments(es.name)
@@ -77,7 +77,7 @@ def with_pooled(es):  # noqa: ANN001, ANN201 - EvalSet
     return type(es)(f"{es.name} pooled", es.docs, es.queries, {k: v for k, v in qrels.items() if v})
 
 
-def evaluate(name: str, set_names: list[str], cfg: Config, emb, row_names: list[str] | None, max_q: int,  # noqa: ANN001
+def evaluate(name: str, set_names: list[str], cfg: Config, emb, row_names: list[str] | None, max_q: int,
              dedup: bool = True, pooled: bool = False):
     sets = [first_queries(load(n), max_q) for n in set_names]
     t = time.perf_counter()

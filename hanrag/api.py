@@ -124,7 +124,7 @@ class Index:
         return searcher.run(query, top_k=top_k, mode=mode, filters=filters, explain=explain, qvec=qvec)
 
     @staticmethod
-    def _preload(searcher, query: str, mode: str):  # noqa: ANN001, ANN205 - Searcher -> ndarray | None
+    def _preload(searcher, query: str, mode: str):
         """Plan ``query`` in a thread (loads Kiwi / jieba as its text and lexicon expansions need) while the
         embedder encodes it here (its C engine or torch runs without the GIL); the query vector, or None."""
         if not query or not query.strip():
@@ -215,15 +215,15 @@ class Index:
                 f"chunks={backend.count()})")
 
 
-def _quietly(fn, *args: Any) -> None:  # noqa: ANN001
+def _quietly(fn, *args: Any) -> None:
     """Run ``fn`` for its side effects (loading); an error is left for the real call to raise."""
     try:
         fn(*args)
-    except Exception:  # noqa: BLE001, S110 - the search itself raises it again, with its own handling
+    except Exception:
         pass
 
 
-def open(index_dir: str | Path, config: Config | str | Path | None = None) -> Index:  # noqa: A001 - public name
+def open(index_dir: str | Path, config: Config | str | Path | None = None) -> Index:
     """Open an index for search: its current snapshot, or the [milvus] collection when the config's
     ``[backend] kind = "milvus"`` (``index_dir`` is then not read)."""
     return Index(index_dir, config)

@@ -117,7 +117,7 @@ def _front_matter_end(text: str) -> int:
         return 0
     try:
         data = load_yaml(re.sub(r"(?m)^(---|\.\.\.)[ \t]*$", "", text[:end]), max_nodes=FRONT_MATTER_MAX_NODES)
-    except Exception:  # noqa: BLE001 - not YAML, or over its bounds: then the lines are separators, not front matter
+    except Exception:
         return 0
     return end if isinstance(data, dict) and data and all(isinstance(k, str) for k in data) else 0
 

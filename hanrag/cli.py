@@ -65,13 +65,13 @@ def _conventional_help() -> None:
     if option is not None and hasattr(option, "display_type_rich"):
         typed = option.display_type_rich
 
-        def display_type_rich(self, ctx):  # noqa: ANN001, ANN202 - typer's own signature
+        def display_type_rich(self, ctx):
             return None if getattr(self, "is_flag", False) and self.metavar is None else typed(self, ctx)
 
         option.display_type_rich = display_type_rich
     if argument is not None and hasattr(argument, "_usage_display_name"):
 
-        def usage_name(self) -> str:  # noqa: ANN001
+        def usage_name(self) -> str:
             name = (self.metavar or self.name or "").upper()
             name = name if self.required else f"[{name}]"
             return name + ("..." if self.nargs != 1 else "")
@@ -256,7 +256,7 @@ def chunk(
     ))
 
 
-def corpus_summary(prepared, chunks: list) -> dict:  # noqa: ANN001 - PreparedCorpus, list[Chunk]
+def corpus_summary(prepared, chunks: list) -> dict:
     """Counts the demo prints: documents and chunks per tier / lang / provenance, findings per severity."""
     return {
         "documents": len(prepared.documents),
@@ -444,7 +444,7 @@ milvus_app = typer.Typer(no_args_is_help=True, help="Mirror an index into Milvus
 app.add_typer(milvus_app, name="milvus")
 
 
-def _milvus_backend(  # noqa: ANN202 - (Config, MilvusBackend)
+def _milvus_backend(
     config: Path | None, uri: str | None, collection: str | None, *, complete: bool, cfg: Config | None = None
 ):
     from hanrag.backends.milvus import MilvusBackend, MilvusError
@@ -533,7 +533,7 @@ def _milvus_errors(cfg: Config) -> tuple[type[Exception], ...]:
     return (MilvusError,)
 
 
-def open_index(index: Path, cfg: Config):  # noqa: ANN201 - hanrag.api.Index
+def open_index(index: Path, cfg: Config):
     """Open an index for search (``[backend] kind``: the folder, or the [milvus] collection), or fail with one
     line naming the problem."""
     import hanrag
@@ -541,7 +541,7 @@ def open_index(index: Path, cfg: Config):  # noqa: ANN201 - hanrag.api.Index
     from hanrag.index.store import IndexLoadError
     from hanrag.lexicon import LexiconError
 
-    MilvusError = _milvus_errors(cfg)  # noqa: N806 - the exception class(es), named as they are caught
+    MilvusError = _milvus_errors(cfg)
     remote = cfg.backend.kind == "milvus"
     if remote and not cfg.milvus.uri:
         fail("milvus.uri is not set", "set [milvus] uri in hanrag.toml or HANRAG_MILVUS__URI")
@@ -712,7 +712,7 @@ def init(
 
 
 def _filters(lang: list[str] | None, tier: list[int] | None, provenance: list[str] | None, source: str | None,
-             label: list[str] | None):  # noqa: ANN202 - Filters | None
+             label: list[str] | None):
     from hanrag.records import Filters
 
     f = Filters(lang=tuple(lang or ()), tier=tuple(tier or ()), provenance=tuple(provenance or ()),
@@ -812,13 +812,13 @@ def search(
 
 
 @functools.cache
-def search_command():  # noqa: ANN201 - click.Command
+def search_command():
     """The click command behind ``hanrag search`` (built once: typer takes ~30 ms to build it)."""
     group = typer.main.get_command(app)
     return group.get_command(typer.Context(group), "search")
 
 
-def relayed_search(argv: list[str], cwd: str, environ: dict[str, str], term: dict, index, index_dir: Path,  # noqa: ANN001
+def relayed_search(argv: list[str], cwd: str, environ: dict[str, str], term: dict, index, index_dir: Path,
                    fingerprint: str) -> str | None:
     """What ``hanrag search ARGV`` run in ``cwd`` under ``environ`` prints, answered by ``index`` (the open index of
     a server in ``index_dir`` whose search settings have ``fingerprint``); None when that command would not come to
@@ -897,7 +897,7 @@ class _Terminal(io.StringIO):
         return self._tty
 
 
-def _search_here(index: Path, cfg: Config, query: str, top_k: int, mode: str, filters, explain: bool):  # noqa: ANN001, ANN202
+def _search_here(index: Path, cfg: Config, query: str, top_k: int, mode: str, filters, explain: bool):
     """(plan, hits) of an in-process search, or fail with one line."""
     milvus_error = _milvus_errors(cfg)
     idx = open_index(index, cfg)
@@ -926,7 +926,7 @@ def _rerank_errors() -> Iterator[None]:
              "or set it to \"\" for no rerank")
 
 
-def _render_hits(plan, hits, explain: bool, out: Console | None = None) -> None:  # noqa: ANN001 - QueryPlan, list[Hit]
+def _render_hits(plan, hits, explain: bool, out: Console | None = None) -> None:
     """The hits as a table (and the plan with ``explain``). Everything from the query, the corpus or a file name is
     :func:`data`: a document holding ``[/]`` or ``[link=...]`` prints as written, never as rich markup."""
     from rich.table import Table

@@ -190,7 +190,7 @@ def _rerank_checks(cfg: Config, problems: list[Problem]) -> None:
         from sentence_transformers import CrossEncoder  # lazy: torch, only when a reranker is configured
 
         CrossEncoder(model, device="cpu", max_length=cfg.search.rerank.max_length, local_files_only=True)
-    except Exception as exc:  # noqa: BLE001 - any failure means the reranker is unusable
+    except Exception as exc:
         problems.append(
             Problem("error", "reranker-unloadable", f"search.rerank.model = {model!r} cannot be loaded: {exc}",
                     "give a local path of a cross-encoder (models are never downloaded) "
@@ -243,7 +243,7 @@ def _guarded(problems: list[Problem], name: str, check: Callable[..., Any], *arg
     """Run one group of checks; an unexpected failure becomes a problem, never a traceback."""
     try:
         return check(*args)
-    except Exception as exc:  # noqa: BLE001 - doctor reports, it does not crash
+    except Exception as exc:
         message = " ".join(f"{name}: {type(exc).__name__}: {exc}".split())[:500]
         problems.append(Problem("error", "doctor-check-failed", message,
                                 "rebuild the index; if it persists, report it with this message"))

@@ -215,7 +215,7 @@ class SentenceTransformerEmbedder:
             ) from exc
         try:
             st = SentenceTransformer(model, device=device)
-        except Exception as exc:  # noqa: BLE001 - any load failure becomes one clear error
+        except Exception as exc:
             raise EmbedderError(
                 f"cannot load sentence-transformers model {model!r}: {exc}. "
                 "Give a local path or a model already in the Hugging Face cache (models are never downloaded)"
@@ -302,7 +302,7 @@ def _isolated_worker(conn: Any, cfg_fields: dict[str, Any]) -> None:
     try:
         embedder = load_embedder(EmbedderConfig(**cfg_fields))
         conn.send((True, {k: getattr(embedder, k) for k in ("dim", "max_tokens", "truncates", "backend")}))
-    except Exception as exc:  # noqa: BLE001 - reported to the parent as one error
+    except Exception as exc:
         conn.send((False, f"{type(exc).__name__}: {exc}"))
         return
     while True:
@@ -312,7 +312,7 @@ def _isolated_worker(conn: Any, cfg_fields: dict[str, Any]) -> None:
             return
         try:
             conn.send((True, getattr(embedder, method)(*args)))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             conn.send((False, f"{type(exc).__name__}: {exc}"))
 
 

@@ -506,7 +506,7 @@ class OnnxE5Embedder:
         opts.log_severity_level = 3
         try:
             self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # noqa: BLE001 - a damaged cached file: convert again once
+        except Exception as exc:
             try:
                 path.unlink()
             except OSError:
@@ -514,7 +514,7 @@ class OnnxE5Embedder:
             convert(self.model_file, path, quant)
             try:
                 self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-            except Exception as again:  # noqa: BLE001
+            except Exception as again:
                 raise EmbedderError(f"cannot load the converted model {path}: {again}") from exc
         self._lock = threading.Lock()  # one run at a time: each already uses every core
         self._identity: dict[str, Any] | None = None

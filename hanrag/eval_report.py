@@ -206,7 +206,7 @@ def chart_series(results: dict[str, dict[str, dict[str, float]]], metric: str = 
     return sets, base, series
 
 
-def chart_figure(results: dict[str, dict[str, dict[str, float]]], title: str, *,  # noqa: ANN201 - a Figure
+def chart_figure(results: dict[str, dict[str, dict[str, float]]], title: str, *,
                  all_rows: bool = False):
     """The chart as a matplotlib Figure: a bar group per set, a bar per configuration, each bar labelled with
     its value (the difference to BM25, signed, so a bar of height 0 still shows)."""

@@ -96,7 +96,7 @@ class _Record:
         return {f.name: _to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]):  # noqa: ANN206 - returns cls
+    def from_dict(cls, data: dict[str, Any]):
         kwargs: dict[str, Any] = {}
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             if f.name not in data:

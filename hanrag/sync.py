@@ -241,7 +241,7 @@ def _fetch_bodies(client: ConfluenceClient, ids: list[str], report: ConfluenceSy
     return pages
 
 
-def _resolver(by_title: dict[str, str]):  # noqa: ANN202 - a closure
+def _resolver(by_title: dict[str, str]):
     def resolve(space: str, title: str) -> str | None:
         return by_title.get(f"{space}/{title}")
 

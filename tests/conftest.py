@@ -11,7 +11,7 @@ if "HANRAG_CACHE_DIR" not in os.environ:
 
     os.environ["HANRAG_CACHE_DIR"] = _TEST_CACHE = tempfile.mkdtemp(prefix="hanrag-test-cache-")
 
-    def pytest_sessionfinish(session, exitstatus):  # noqa: ANN001, ARG001
+    def pytest_sessionfinish(session, exitstatus):
         import shutil
 
         shutil.rmtree(_TEST_CACHE, ignore_errors=True)

@@ -69,7 +69,7 @@ class MilvusServer:
         lib = str(self.binary.parent)
         env = dict(os.environ)
         env["LD_LIBRARY_PATH"] = lib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-        log = open(self.data_dir / "milvus.log", "ab")  # noqa: SIM115 - kept open for the process' lifetime
+        log = open(self.data_dir / "milvus.log", "ab")
         self.proc = subprocess.Popen(
             [str(self.binary), str(self.data_dir / "milvus.db"), f"127.0.0.1:{self.port}", "ERROR"],
             cwd=self.data_dir,

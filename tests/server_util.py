@@ -129,7 +129,7 @@ class ThreadServer:
 
     check_health = True  # on entry, a real GET /health that must succeed (off for a server still loading)
 
-    def __init__(self, app, port: int | None = None) -> None:  # noqa: ANN001 - an ASGI app
+    def __init__(self, app, port: int | None = None) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")

@@ -17,7 +17,7 @@ from hanrag.config_template import render_config_toml, undocumented_keys
 runner = CliRunner()
 
 
-def run(*args: str):  # noqa: ANN201 - click Result
+def run(*args: str):
     return runner.invoke(app, list(args))
 
 
@@ -75,7 +75,7 @@ def test_every_command_takes_config() -> None:
     root = typer.main.get_command(app)
     missing = []
 
-    def walk(cmd, name: str) -> None:  # noqa: ANN001 - a click (or typer's vendored click) command
+    def walk(cmd, name: str) -> None:
         if hasattr(cmd, "commands"):
             for sub_name, sub in cmd.commands.items():
                 walk(sub, f"{name} {sub_name}".strip())

@@ -13,7 +13,7 @@ from hanrag.cli import app
 runner = CliRunner()
 
 
-def run(*args: str):  # noqa: ANN201 - click Result
+def run(*args: str):
     return runner.invoke(app, list(args))
 
 

@@ -78,11 +78,11 @@ def test_data_files_ship_inside_the_package() -> None:
     assert {p.stem for p in LEXICON_DIR.glob("*.tsv")} >= {"saju", "it"}
 
 
-def test_ctrl_c_in_demo_says_what_is_published(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_ctrl_c_in_demo_says_what_is_published(tmp_path: Path, monkeypatch) -> None:
     """`hanrag demo` builds too: Ctrl-C there says what is published and exits 130, as `hanrag build` does."""
     import hanrag.index.build
 
-    def interrupted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(hanrag.index.build, "build_index", interrupted)

@@ -11,7 +11,7 @@ from hanrag.config import CHECKS, Config, ConfigError, Fusion, env_overrides, fr
 from hanrag.records import SEARCH_MODES, check_mode
 
 
-def _literal_fields(cls, prefix=""):  # noqa: ANN001, ANN202
+def _literal_fields(cls, prefix=""):
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         tp, key = hints[f.name], f"{prefix}{f.name}"

@@ -11,7 +11,7 @@ from hanrag.index.snapshot import open_snapshot
 from hanrag.records import Chunk
 
 
-def _build(tmp_path, cfg):  # noqa: ANN001, ANN202
+def _build(tmp_path, cfg):
     text = "Rotating signing keys regularly keeps tokens safe."
     chunks = [Chunk(chunk_id="c0", doc_id="d0", text=text, start=0, end=len(text), lang="en")]
     build_from_chunks(chunks, tmp_path / "ix", cfg, progress=False)

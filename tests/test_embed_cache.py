@@ -36,7 +36,7 @@ class HashEmbedder:
         raw = np.frombuffer(hashlib.sha256(text.encode()).digest()[:32], np.uint8)[:8].astype(np.float32) + 1
         return raw / np.linalg.norm(raw)
 
-    def encode_passages(self, texts):  # noqa: ANN001, ANN201
+    def encode_passages(self, texts):
         self.calls += 1
         return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, 8), np.float32)
 
@@ -158,12 +158,12 @@ def test_cache_location(monkeypatch, tmp_path):
     assert not isinstance(build_embedder(EmbedderConfig(cache=False)), CachingEmbedder)
 
 
-def _count_calls(monkeypatch, embedder) -> list[int]:  # noqa: ANN001
+def _count_calls(monkeypatch, embedder) -> list[int]:
     """Counts the texts the real embedder is asked to embed."""
     calls = [0]
     real = embedder.encode_passages
 
-    def counted(texts):  # noqa: ANN001, ANN202
+    def counted(texts):
         calls[0] += len(texts)
         return real(texts)
 

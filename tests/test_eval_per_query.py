@@ -18,7 +18,7 @@ from tests.test_eval import QUERIES, make_set
 
 
 @pytest.fixture(scope="module")
-def model():  # noqa: ANN201 - the bundled default embedder
+def model():
     from hanrag.config import Config
     from hanrag.embed import load_embedder
 
@@ -26,7 +26,7 @@ def model():  # noqa: ANN201 - the bundled default embedder
 
 
 @pytest.mark.parametrize("n", [4, 64, 130])
-def test_embed_corpus_prints_the_final_count_once(n: int, model, tmp_path: Path) -> None:  # noqa: ANN001
+def test_embed_corpus_prints_the_final_count_once(n: int, model, tmp_path: Path) -> None:
     from hanrag.embed_cache import CachingEmbedder
 
     lines: list[str] = []
@@ -100,7 +100,7 @@ LABELS = ["bm25", "dense", "minmax", "zscore", "rrf k=60", "rrf k=2", "ceiling",
           "no fill (zero)", "no diversity", "no cross-lingual", "no glossary", "hanrag default"]
 
 
-def _bars(fig) -> list:  # noqa: ANN001 - a Figure
+def _bars(fig) -> list:
     from matplotlib.container import BarContainer
 
     return [c for c in fig.axes[0].containers if isinstance(c, BarContainer)]

@@ -112,7 +112,7 @@ def top_k_rows(
 # --- the HNSW graph -----------------------------------------------------------------------------
 
 
-def usearch_index():  # noqa: ANN201 - the usearch.index module
+def usearch_index():
     """``usearch.index``, imported after onnxruntime when that is installed.
 
     ``import usearch.compiled`` followed by ``import onnxruntime`` segfaults (usearch 2.26.6, onnxruntime 1.32;
@@ -126,7 +126,7 @@ def usearch_index():  # noqa: ANN201 - the usearch.index module
         try:
             if importlib.util.find_spec("onnxruntime") is not None:
                 importlib.import_module("onnxruntime")
-        except Exception:  # noqa: BLE001, S110 - a broken onnxruntime is its embedder's error to report
+        except Exception:
             pass
     return importlib.import_module("usearch.index")
 
@@ -138,7 +138,7 @@ def _threads() -> int:
 def build_ann(vectors: np.ndarray, path: Path, *, min_rows: int | None = None) -> dict[str, object]:
     """Write the HNSW graph of ``vectors`` (row number = key) to ``path``; an empty graph below ``min_rows``
     (exact search serves those). Returns the manifest entry describing it."""
-    Index = usearch_index().Index  # noqa: N806 - the class, named as usearch names it
+    Index = usearch_index().Index
 
     min_rows = ANN_MIN_ROWS if min_rows is None else min_rows
     n = int(vectors.shape[0])
@@ -170,7 +170,7 @@ def check_graph_file(path: Path, rows: int, dim: int) -> None:
     import struct
 
     mod = usearch_index()
-    Index, MetricKind, ScalarKind = mod.Index, mod.MetricKind, mod.ScalarKind  # noqa: N806 - usearch's names
+    Index, MetricKind, ScalarKind = mod.Index, mod.MetricKind, mod.ScalarKind
 
     size = Path(path).stat().st_size
     if size < _MATRIX_HEADER + _META_BYTES + _HNSW_HEADER:
@@ -202,7 +202,7 @@ class AnnIndex:
     """A saved HNSW graph opened as a read-only memory-mapped view."""
 
     def __init__(self, path: Path, rows: int, dim: int | None = None) -> None:
-        Index = usearch_index().Index  # noqa: N806
+        Index = usearch_index().Index
 
         if dim is not None:
             check_graph_file(path, rows, dim)

@@ -76,7 +76,7 @@ class ChunkRecords(Sequence[Chunk]):
     def __init__(self, path: Path, offsets: np.ndarray) -> None:
         self.path = path
         self.offsets = offsets
-        self._fh = open(path, "rb")  # noqa: SIM115 - lives as long as the snapshot
+        self._fh = open(path, "rb")
         size = path.stat().st_size
         if size != int(offsets[-1]):
             self._fh.close()
@@ -99,7 +99,7 @@ class ChunkRecords(Sequence[Chunk]):
         except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
             raise IndexLoadError(f"{self.path}:{row + 1}: bad chunk record ({exc}); rebuild the index") from None
 
-    def __getitem__(self, row):  # noqa: ANN001, ANN204 - int or slice, as Sequence
+    def __getitem__(self, row):
         if isinstance(row, slice):
             return [self._one(r) for r in range(*row.indices(len(self)))]
         row = int(row)
@@ -293,7 +293,7 @@ def load_snapshot(path: Path, *, verify: bool | str = True, manifest_sha256: str
             raise IndexLoadError(f"{path / ANN_FILE}: {len(ann)} vectors for {n} chunks; rebuild the index")
     try:
         sparse = SparseIndex.load(path / "sparse")
-    except Exception as exc:  # noqa: BLE001 - any failure here means an unusable index
+    except Exception as exc:
         raise IndexLoadError(f"{path / 'sparse'}: cannot load the BM25 index ({exc}); rebuild the index") from None
     if sparse.n_docs != n:
         raise IndexLoadError(f"{path / 'sparse'}: BM25 index of {sparse.n_docs} documents for {n} chunks; "

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hanrag.records import Chunk, Filters, Hit, check_mode  # noqa: F401 - check_mode: the adapters' one check
+from hanrag.records import Chunk, Filters, Hit, check_mode
 
 if TYPE_CHECKING:
     from types import ModuleType

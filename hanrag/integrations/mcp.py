@@ -137,7 +137,7 @@ def create_server(index: Index, cfg: Config, *, reload_every: float = RELOAD_EVE
     server = MCPServer("hanrag", version=hanrag.__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
-    async def fresh(work, *args: Any) -> Any:  # noqa: ANN001 - a blocking callable
+    async def fresh(work, *args: Any) -> Any:
         """Reload if a build published a new snapshot, then run ``work`` off the event loop."""
         def run() -> Any:
             reload()

@@ -55,7 +55,7 @@ class Reranker:
             ) from exc
         try:
             self.model = CrossEncoder(cfg.model, max_length=cfg.max_length, device=device or "cpu")
-        except Exception as exc:  # noqa: BLE001 - many loader errors, one clear message
+        except Exception as exc:
             where = "local path" if Path(cfg.model).exists() else "model id (offline: must be in the HF cache)"
             raise RerankError(f"cannot load cross-encoder {cfg.model!r} ({where}): {exc}") from exc
 

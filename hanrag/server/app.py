@@ -178,7 +178,7 @@ def _load(app: FastAPI, ctx: AppContext, index: Any | None, on_ready: Callable[[
             on_ready()
         ctx.ready.set()
         log.info("hanrag: ready (warmed in %.1f s)", took)
-    except Exception as exc:  # noqa: BLE001 - the server keeps answering /health with the reason
+    except Exception as exc:
         ctx.load_error = f"{type(exc).__name__}: {exc}"
         log.error("hanrag: loading the index failed: %s", ctx.load_error)
 
@@ -260,7 +260,7 @@ def _add_search_route(app: FastAPI, ctx: AppContext, auth: list[Any]) -> None:
     limits = SearchLimits.of(cfg.server)  # the bounds every entry applies (hanrag.records), published in the schema
     body_model = search_model(limits.max_query_chars, limits.max_top_k, filters_model(max_glob=limits.max_glob_chars))
 
-    def search(body) -> dict[str, Any]:  # noqa: ANN001 - annotated below with the config-built model
+    def search(body) -> dict[str, Any]:
         """Top hits for a query; with ``explain`` every score behind each hit and the query plan."""
         index = _index(app)
         filters = body.filters.to_filters() if body.filters is not None else None
@@ -299,7 +299,7 @@ def _add_search_route(app: FastAPI, ctx: AppContext, auth: list[Any]) -> None:
         try:
             out = relayed_search(body.argv, body.cwd, body.env, body.terminal.model_dump(), index, ctx.index_dir,
                                  fingerprint)
-        except Exception:  # noqa: BLE001 - whatever a client's command line does here, the CLI reports it itself
+        except Exception:
             log.exception("hanrag: a relayed search failed; the client runs it in its own process")
             out = None
         if out is None:

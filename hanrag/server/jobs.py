@@ -29,7 +29,7 @@ def scrub_paths(value: Any, paths: dict[str, str]) -> Any:
 class Jobs:
     """Background rebuilds: one at a time, their states kept in memory (newest MAX_JOBS_KEPT)."""
 
-    def __init__(self, scrub=lambda value: value) -> None:  # noqa: ANN001 - callable(jsonable) -> jsonable
+    def __init__(self, scrub=lambda value: value) -> None:
         self._lock = threading.Lock()
         self._jobs: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._running: str | None = None
@@ -44,7 +44,7 @@ class Jobs:
         with self._lock:
             return self._running
 
-    def start(self, work, source: str = "files") -> dict[str, Any] | None:  # noqa: ANN001 - callable(job_update)
+    def start(self, work, source: str = "files") -> dict[str, Any] | None:
         """Start ``work`` in a thread; None when a job is already running. ``work`` returns (result, swapped)."""
         with self._lock:
             if self._running is not None:
@@ -65,14 +65,14 @@ class Jobs:
             if job_id in self._jobs:
                 self._jobs[job_id].update(changes)
 
-    def _run(self, job_id: str, work) -> None:  # noqa: ANN001
+    def _run(self, job_id: str, work) -> None:
         started = time.time()
         self._update(job_id, status="running", started=started, progress="building")
         try:
             result, swapped = work(lambda step: self._update(job_id, progress=str(step)))
             self._update(job_id, status="succeeded", result=self._scrub(jsonable(result)), swapped=swapped,
                          progress="done")
-        except Exception as exc:  # noqa: BLE001 - the job reports any failure; the server keeps serving
+        except Exception as exc:
             self._update(job_id, status="failed", error=self._scrub(f"{type(exc).__name__}: {exc}"),
                          progress="failed")
         finally:

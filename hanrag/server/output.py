@@ -59,7 +59,7 @@ def _to_simplified(text: str) -> str:
             import opencc
 
             _OPENCC.append(opencc.OpenCC("t2s"))
-        except Exception:  # noqa: BLE001 - highlighting degrades to exact matches
+        except Exception:
             _OPENCC.append(None)
     conv = _OPENCC[0]
     return conv.convert(text) if conv is not None else text

@@ -769,7 +769,7 @@ def read_corpus(root: Path, cfg: Config) -> tuple[list[Document], list[Finding]]
         reader = READERS[path.suffix.lower()]
         try:
             doc, file_findings = reader(path, base, cfg)
-        except Exception as exc:  # noqa: BLE001 - a reader bug must not stop the corpus
+        except Exception as exc:
             doc, file_findings = (
                 None,
                 [Finding(relative_id(path, base), "error", "read-failed", f"{type(exc).__name__}: {exc}")],

@@ -56,10 +56,10 @@ class _Converter(markdownify.MarkdownConverter):
         defaults.update(options)
         super().__init__(**defaults)
 
-    def convert_td(self, el, text, parent_tags):  # noqa: ANN001, ANN201 - markdownify signature
+    def convert_td(self, el, text, parent_tags):
         return super().convert_td(el, text.replace("|", r"\|"), parent_tags)
 
-    def convert_th(self, el, text, parent_tags):  # noqa: ANN001, ANN201
+    def convert_th(self, el, text, parent_tags):
         return super().convert_th(el, text.replace("|", r"\|"), parent_tags)
 
 
@@ -163,7 +163,7 @@ def _article_html(html: str) -> str | None:
         return None
     try:
         summary = Readability(html).summary(html_partial=True)
-    except Exception:  # noqa: BLE001 - readability raises bare errors on odd markup; fall back to the full page
+    except Exception:
         return None
     text = BeautifulSoup(summary, "lxml").get_text(" ", strip=True)
     return summary if len(text) >= 80 else None

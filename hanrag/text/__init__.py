@@ -57,13 +57,13 @@ class Analyzer:
         self._ko_words = sorted(w for w in words if HANGUL.search(w) and not HAN_RUN.search(w) and " " not in w)
 
     @functools.cached_property
-    def _ko(self):  # noqa: ANN202 - loaded on first Hangul text (Kiwi takes ~1 s)
+    def _ko(self):
         from hanrag.text.korean import KoreanTokenizer
 
         return KoreanTokenizer(self._ko_words)
 
     @functools.cached_property
-    def _zh(self):  # noqa: ANN202 - loaded on first Han text
+    def _zh(self):
         from hanrag.text.chinese import ChineseTokenizer
 
         return ChineseTokenizer(self.cfg.opencc, self._han_words, readings=self.cfg.hanja_readings)

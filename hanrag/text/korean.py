@@ -25,7 +25,7 @@ class KoreanTokenizer:
             # proper-noun tag with a high score so the compound beats its syllables (용신 ≠ 용 + 신)
             self._kiwi.add_user_word(w, "NNP", 0.0)
 
-    def _filter(self, toks) -> list[str]:  # noqa: ANN001 - kiwipiepy Token list
+    def _filter(self, toks) -> list[str]:
         out: list[str] = []
         prefix = ""
         for t in toks:

@@ -41,7 +41,7 @@ LAUGHS = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".
 )
 
 
-def _codes(findings, path: str) -> set[str]:  # noqa: ANN001 - list[Finding]
+def _codes(findings, path: str) -> set[str]:
     return {f.code for f in findings if f.path == path}
 
 
@@ -261,7 +261,7 @@ def test_a_document_that_cannot_be_chunked_is_a_finding(monkeypatch: pytest.Monk
     docs = [Document(doc_id=n, path=n, title=n, text=f"# {n}\n본문.\n", sources=("s",)) for n in ("a.md", "b.md")]
     real = chunking.chunk_document
 
-    def broken(doc: Document, cfg, findings=None):  # noqa: ANN001, ANN202
+    def broken(doc: Document, cfg, findings=None):
         if doc.doc_id == "a.md":
             raise RecursionError("maximum recursion depth exceeded")
         return real(doc, cfg, findings)
@@ -318,7 +318,7 @@ def test_an_endpoint_the_renderer_cannot_read_keeps_its_heading_with_a_warning(
 ) -> None:
     real = openapi_mod.render_operation
 
-    def render(spec, method, path, item, op):  # noqa: ANN001, ANN202
+    def render(spec, method, path, item, op):
         if path == "/bad":
             raise TypeError("'int' object is not iterable")
         return real(spec, method, path, item, op)

@@ -59,11 +59,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {**built, "index": hanrag.open(built["index_dir"], built["config"])}
 
 
-def cli(*args: str, env: dict[str, str] | None = None):  # noqa: ANN201 - click's Result
+def cli(*args: str, env: dict[str, str] | None = None):
     return runner.invoke(app, list(args), env=env)
 
 
-def assert_one_line_error(result, *words: str) -> None:  # noqa: ANN001 - click's Result
+def assert_one_line_error(result, *words: str) -> None:
     assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
     assert "Traceback" not in result.output
     assert result.output.startswith("error:"), result.output
@@ -328,7 +328,7 @@ def test_a_missing_rerank_model_is_one_line(built: dict, tmp_path: Path) -> None
 class EdgeServer(ThreadServer):
     """A uvicorn server in a thread with the configuration `hanrag serve` runs (:func:`uvicorn_config`)."""
 
-    def __init__(self, app, cfg) -> None:  # noqa: ANN001 - an ASGI app, a Config
+    def __init__(self, app, cfg) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(uvicorn_config(app, cfg, "127.0.0.1", self.port, "warning"))
@@ -428,7 +428,7 @@ def test_stats_name_no_absolute_path(edge: EdgeServer, built: dict) -> None:
     data = r.json()
     assert "index_dir" not in data and data["chunks"] > 0
 
-    def strings(value: object):  # noqa: ANN202
+    def strings(value: object):
         if isinstance(value, dict):
             for k, v in value.items():
                 yield str(k)

@@ -78,7 +78,7 @@ def within(seconds: float, fn: Callable[[], object]) -> object:
     def run() -> None:
         try:
             box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
+        except BaseException as exc:
             box["error"] = exc
 
     t = threading.Thread(target=run, daemon=True)

@@ -64,7 +64,7 @@ def copy_index(src: Path, dst: Path) -> tuple[Path, Path]:
     return dst, store.current_snapshot_dir(dst)
 
 
-def rewrite_manifest(snap: Path, change) -> None:  # noqa: ANN001 - callable(dict)
+def rewrite_manifest(snap: Path, change) -> None:
     """Edit the manifest and re-sign it (its own checksum and CURRENT's): only the file set can catch it."""
     path = snap / store.MANIFEST
     m = json.loads(path.read_text(encoding="utf-8"))
@@ -80,11 +80,11 @@ def reverse_embeddings(snap: Path) -> None:
     np.save(snap / "embeddings.npy", np.ascontiguousarray(emb[::-1]), allow_pickle=False)
 
 
-def cli(*args: str):  # noqa: ANN201
+def cli(*args: str):
     return runner.invoke(app, list(args))
 
 
-def assert_one_line_error(result, *words: str) -> None:  # noqa: ANN001
+def assert_one_line_error(result, *words: str) -> None:
     assert result.exit_code != 0
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert "Traceback" not in result.output

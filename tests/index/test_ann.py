@@ -35,7 +35,7 @@ class TableEmbedder:
     def __init__(self, vectors: np.ndarray) -> None:
         self.vectors, self.dim = vectors, vectors.shape[1]
 
-    def encode_passages(self, texts):  # noqa: ANN001, ANN201
+    def encode_passages(self, texts):
         return np.stack([self.vectors[int(t.split()[1])] for t in texts])
 
     encode_queries = encode_passages

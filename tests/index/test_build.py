@@ -246,7 +246,7 @@ def test_concurrent_reader_sees_complete_snapshots(tmp_path):
                     encoding="utf-8",
                 )
                 build_index(corpus, index, cfg, embedder=emb, progress=False)
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+        except BaseException as exc:
             errors.append(exc)
         finally:
             done.set()

@@ -157,20 +157,20 @@ def test_ctrl_c_mid_embedding(tmp_path):
 class Interrupted:
     """The real embedder; Ctrl-C arrives during its second call."""
 
-    def __init__(self, inner) -> None:  # noqa: ANN001
+    def __init__(self, inner) -> None:
         self.inner, self.calls = inner, 0
         self.dim, self.max_tokens, self.truncates = inner.dim, inner.max_tokens, inner.truncates
 
-    def encode_passages(self, texts):  # noqa: ANN001, ANN201
+    def encode_passages(self, texts):
         self.calls += 1
         if self.calls == 2:
             raise KeyboardInterrupt
         return self.inner.encode_passages(texts)
 
-    def count_tokens(self, text):  # noqa: ANN001, ANN201
+    def count_tokens(self, text):
         return self.inner.count_tokens(text)
 
-    def identity(self):  # noqa: ANN201
+    def identity(self):
         return self.inner.identity()
 
 
@@ -240,7 +240,7 @@ def test_the_lock_holds_across_a_removed_lock_file(tmp_path, monkeypatch):
     (index / store.LOCK).touch()
     real_flock, removed = fcntl.flock, []
 
-    def flock(fd, op):  # noqa: ANN001, ANN202
+    def flock(fd, op):
         if not removed:  # the interrupted build removes the file between this build's open and its flock
             removed.append(True)
             os.unlink(index / store.LOCK)

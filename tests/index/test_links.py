@@ -20,7 +20,7 @@ def test_sound_keys_file_english_words_and_korean_loanwords_only() -> None:
     assert all(w != "with" for ws in keys["english"].values() for w in ws)
 
 
-def test_sound_keys_keep_the_most_used_words_within_the_bound(monkeypatch) -> None:  # noqa: ANN001
+def test_sound_keys_keep_the_most_used_words_within_the_bound(monkeypatch) -> None:
     monkeypatch.setattr(links, "MAX_BYTES", 400)
     words = [f"{a}{b}tection" for a in "bcdfgklmnprstvz" for b in "aeiou"]
     texts = [" ".join(words[: i + 1]) for i in range(len(words))]  # words[0] in every text, the last in one

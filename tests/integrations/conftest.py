@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 # Haystack reports pipeline runs to its telemetry service unless told not to; the tests run offline
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from server_util import build_test_index  # noqa: E402
+from server_util import build_test_index
 
-import hanrag  # noqa: E402
+import hanrag
 
 
 @pytest.fixture(scope="session")

@@ -49,7 +49,7 @@ def test_adapter_without_its_framework_names_the_extra(extra: str) -> None:
     assert "During handling" not in out.stderr
 
 
-def test_core_never_imports_a_framework(built) -> None:  # noqa: ANN001
+def test_core_never_imports_a_framework(built) -> None:
     code = f"""
         import json
         from typer.testing import CliRunner

@@ -6,17 +6,17 @@ import pytest
 
 pytest.importorskip("haystack", reason="needs the haystack extra: pip install 'hanrag[haystack]'")
 
-from haystack import Document, Pipeline  # noqa: E402
-from haystack.components.builders import PromptBuilder  # noqa: E402
+from haystack import Document, Pipeline
+from haystack.components.builders import PromptBuilder
 
-from hanrag.integrations import UnsupportedFilterError  # noqa: E402
-from hanrag.integrations.haystack import HanragRetriever, filters_from_haystack  # noqa: E402
-from hanrag.records import Filters  # noqa: E402
+from hanrag.integrations import UnsupportedFilterError
+from hanrag.integrations.haystack import HanragRetriever, filters_from_haystack
+from hanrag.records import Filters
 
 TEMPLATE = "{% for d in documents %}[{{ loop.index }}] {{ d.meta.citation }}\n{% endfor %}Q: {{ query }}"
 
 
-def _pipeline(built: dict, **kwargs) -> Pipeline:  # noqa: ANN003
+def _pipeline(built: dict, **kwargs) -> Pipeline:
     pipe = Pipeline()
     pipe.add_component("retriever", HanragRetriever(str(built["index_dir"]), config=str(built["config_path"]),
                                                     **kwargs))
@@ -25,13 +25,13 @@ def _pipeline(built: dict, **kwargs) -> Pipeline:  # noqa: ANN003
     return pipe
 
 
-def _run(pipe: Pipeline, query: str, **retriever_inputs) -> tuple[list[Document], str]:  # noqa: ANN003
+def _run(pipe: Pipeline, query: str, **retriever_inputs) -> tuple[list[Document], str]:
     out = pipe.run({"retriever": {"query": query, **retriever_inputs}, "prompt": {"query": query}},
                    include_outputs_from={"retriever"})
     return out["retriever"]["documents"], out["prompt"]["prompt"]
 
 
-def test_pipeline_run_returns_documents(built, index) -> None:  # noqa: ANN001
+def test_pipeline_run_returns_documents(built, index) -> None:
     docs, prompt = _run(_pipeline(built, top_k=3, explain=True), "갑목 용신")
     hits = index.search("갑목 용신", top_k=3, explain=True)
     assert all(isinstance(d, Document) for d in docs)
@@ -46,7 +46,7 @@ def test_pipeline_run_returns_documents(built, index) -> None:  # noqa: ANN001
     assert 0 < len(docs) <= 5 and {d.meta["lang"] for d in docs} == {"en"}
 
 
-def test_yaml_round_trip(built) -> None:  # noqa: ANN001
+def test_yaml_round_trip(built) -> None:
     filters = {"operator": "AND", "conditions": [
         {"field": "meta.lang", "operator": "in", "value": ["ko", "zh"]},
         {"field": "meta.labels", "operator": "==", "value": "saju"},
@@ -82,7 +82,7 @@ def test_filter_mapping() -> None:
             filters_from_haystack(bad)
 
 
-def test_from_index_opens_now(built) -> None:  # noqa: ANN001
+def test_from_index_opens_now(built) -> None:
     retriever = HanragRetriever.from_index(built["index_dir"], built["config_path"], top_k=2, mode="bm25")
     assert retriever._index is not None
     assert len(retriever.run("롤백")["documents"]) == 2

@@ -9,17 +9,17 @@ import pytest
 pytest.importorskip("langchain_core", reason="needs the langchain extra: pip install 'hanrag[langchain]'")
 pytest.importorskip("langchain_tests", reason="needs langchain-tests (the test extra)")
 
-from langchain_core.documents import Document  # noqa: E402
-from langchain_tests.integration_tests import RetrieversIntegrationTests  # noqa: E402
+from langchain_core.documents import Document
+from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from hanrag.integrations.langchain import HanragRetriever  # noqa: E402
-from hanrag.records import Filters  # noqa: E402
+from hanrag.integrations.langchain import HanragRetriever
+from hanrag.records import Filters
 
 _OPEN: dict = {}
 
 
 @pytest.fixture(autouse=True)
-def _index(index) -> None:  # noqa: ANN001 - the session's hanrag.Index, shared with the standard suite
+def _index(index) -> None:
     _OPEN["index"] = index
 
 
@@ -39,7 +39,7 @@ class TestHanragRetrieverStandard(RetrieversIntegrationTests):
         return "롤백"
 
 
-def test_documents_carry_chunk_text_and_metadata(built, index) -> None:  # noqa: ANN001
+def test_documents_carry_chunk_text_and_metadata(built, index) -> None:
     retriever = HanragRetriever.from_index(built["index_dir"], built["config"], top_k=3, explain=True)
     docs = retriever.invoke("갑목 용신")
     hits = index.search("갑목 용신", top_k=3, explain=True)
@@ -59,7 +59,7 @@ def test_documents_carry_chunk_text_and_metadata(built, index) -> None:  # noqa:
     assert "explanation" not in HanragRetriever(index=index, k=1).invoke("갑목 용신")[0].metadata
 
 
-def test_filters_from_search_kwargs(index) -> None:  # noqa: ANN001
+def test_filters_from_search_kwargs(index) -> None:
     by_dict = HanragRetriever(index=index, k=10, filters={"lang": "en"}).invoke("rollback 롤백")
     assert by_dict and {d.metadata["lang"] for d in by_dict} == {"en"}
     by_filters = HanragRetriever(index=index, k=10, filters=Filters(lang=("en",))).invoke("rollback 롤백")
@@ -71,7 +71,7 @@ def test_filters_from_search_kwargs(index) -> None:  # noqa: ANN001
     assert len(unfiltered) > len(labelled)
 
 
-def test_bad_arguments_fail_clearly(index) -> None:  # noqa: ANN001
+def test_bad_arguments_fail_clearly(index) -> None:
     with pytest.raises(ValueError, match="unsupported filter key 'colour'"):
         HanragRetriever(index=index, filters={"colour": "red"})
     with pytest.raises(TypeError, match="unknown search argument"):
@@ -80,7 +80,7 @@ def test_bad_arguments_fail_clearly(index) -> None:  # noqa: ANN001
         HanragRetriever(index=index).invoke("롤백", mode="fuzzy")
 
 
-def test_async_matches_sync(index) -> None:  # noqa: ANN001
+def test_async_matches_sync(index) -> None:
     retriever = HanragRetriever(index=index, k=4)
     sync = retriever.invoke("甲木")
 

@@ -12,20 +12,20 @@ import pytest
 
 pytest.importorskip("llama_index.core", reason="needs the llamaindex extra: pip install 'hanrag[llamaindex]'")
 
-from llama_index.core.schema import MetadataMode, NodeRelationship, NodeWithScore  # noqa: E402
-from llama_index.core.vector_stores.types import (  # noqa: E402
+from llama_index.core.schema import MetadataMode, NodeRelationship, NodeWithScore
+from llama_index.core.vector_stores.types import (
     FilterCondition,
     FilterOperator,
     MetadataFilter,
     MetadataFilters,
 )
 
-from hanrag.integrations import UnsupportedFilterError  # noqa: E402
-from hanrag.integrations.llamaindex import HanragRetriever, filters_from_llamaindex  # noqa: E402
-from hanrag.records import Filters  # noqa: E402
+from hanrag.integrations import UnsupportedFilterError
+from hanrag.integrations.llamaindex import HanragRetriever, filters_from_llamaindex
+from hanrag.records import Filters
 
 
-def test_retrieve_returns_nodes_with_scores(built, index) -> None:  # noqa: ANN001
+def test_retrieve_returns_nodes_with_scores(built, index) -> None:
     retriever = HanragRetriever.from_index(built["index_dir"], built["config"], top_k=3, explain=True)
     nodes = retriever.retrieve("갑목 용신")
     hits = index.search("갑목 용신", top_k=3, explain=True)
@@ -42,7 +42,7 @@ def test_retrieve_returns_nodes_with_scores(built, index) -> None:  # noqa: ANN0
     assert "https://example.org/saju/gapmok" in llm_view and "explanation" not in llm_view
 
 
-def test_metadata_filters_are_applied_before_top_k(index) -> None:  # noqa: ANN001
+def test_metadata_filters_are_applied_before_top_k(index) -> None:
     only_en = MetadataFilters(filters=[MetadataFilter(key="lang", value="en", operator=FilterOperator.EQ)])
     nodes = HanragRetriever(index, top_k=10, filters=only_en).retrieve("롤백 rollback")
     assert nodes and {n.node.metadata["lang"] for n in nodes} == {"en"}
@@ -68,19 +68,19 @@ def test_metadata_filters_are_applied_before_top_k(index) -> None:  # noqa: ANN0
      "condition 'not'"),
     (MetadataFilters(filters=[MetadataFilter(key="lang", value="fr")]), "lang"),
 ])
-def test_unsupported_filters_fail_clearly(index, filters, message) -> None:  # noqa: ANN001
+def test_unsupported_filters_fail_clearly(index, filters, message) -> None:
     with pytest.raises(UnsupportedFilterError, match=message):
         HanragRetriever(index, filters=filters)
 
 
-def test_aretrieve_matches_retrieve(index) -> None:  # noqa: ANN001
+def test_aretrieve_matches_retrieve(index) -> None:
     retriever = HanragRetriever(index, top_k=4, mode="bm25")
     sync = retriever.retrieve("롤백")
     got = asyncio.run(retriever.aretrieve("롤백"))
     assert [n.node.node_id for n in got] == [n.node.node_id for n in sync]
 
 
-def test_retrieves_with_no_network(built) -> None:  # noqa: ANN001
+def test_retrieves_with_no_network(built) -> None:
     """llama-index-core downloads NLTK / tiktoken data when its bundled copies are missing: the adapter must
     never need them. Run in a fresh interpreter where every outgoing connection fails."""
     code = textwrap.dedent(f"""

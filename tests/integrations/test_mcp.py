@@ -16,12 +16,12 @@ import pytest
 
 pytest.importorskip("mcp.server.mcpserver", reason="needs the mcp extra: pip install 'hanrag[mcp]'")
 
-from mcp.client import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-from server_util import NEW_DOC, build_test_index, free_port  # noqa: E402
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from server_util import NEW_DOC, build_test_index, free_port
 
-import hanrag  # noqa: E402
-from hanrag.integrations.mcp import MCP_PATH, create_server, http_app  # noqa: E402
+import hanrag
+from hanrag.integrations.mcp import MCP_PATH, create_server, http_app
 
 HANRAG = str(Path(sys.executable).with_name("hanrag"))  # the console script of this environment
 TOOLS = {"search", "get_chunk", "get_document", "stats"}
@@ -34,7 +34,7 @@ def _cli_search_ids(built: dict, query: str, *args: str) -> list[str]:
     return [hit["chunk"]["chunk_id"] for hit in json.loads(out.stdout)["hits"]]
 
 
-def _data(result) -> dict:  # noqa: ANN001 - a CallToolResult
+def _data(result) -> dict:
     assert not result.is_error, result.content[0].text
     return result.structured_content
 
@@ -85,7 +85,7 @@ def test_stdio_session_lists_tools_searches_and_reloads(tmp_path: Path) -> None:
     anyio.run(session)
 
 
-def test_limits_are_the_http_servers(built, index) -> None:  # noqa: ANN001
+def test_limits_are_the_http_servers(built, index) -> None:
     cfg = built["config"]
     server = create_server(index, cfg)
 
@@ -113,7 +113,7 @@ def test_limits_are_the_http_servers(built, index) -> None:  # noqa: ANN001
     anyio.run(calls)
 
 
-def test_http_access_rules(built, index) -> None:  # noqa: ANN001
+def test_http_access_rules(built, index) -> None:
     """The HTTP server's rules around the MCP endpoint: key-less = loopback Host names and JSON only;
     with a key, every request needs X-API-Key."""
     cfg = built["config"]
@@ -135,7 +135,7 @@ def test_http_access_rules(built, index) -> None:  # noqa: ANN001
 
 
 @pytest.mark.slow
-def test_streamable_http_session_with_key(built) -> None:  # noqa: ANN001
+def test_streamable_http_session_with_key(built) -> None:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 

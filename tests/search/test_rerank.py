@@ -26,7 +26,7 @@ def loads(monkeypatch):
     count = []
     real_init = Reranker.__init__
 
-    def counted(self, *args, **kwargs):  # noqa: ANN001, ANN202
+    def counted(self, *args, **kwargs):
         count.append(1)
         threading.Event().wait(0.2)  # widen the window two unlocked loads would both fall into
         real_init(self, *args, **kwargs)

@@ -45,37 +45,37 @@ CORPUS = {
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - hanrag.api.Index
+def index(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("user-queries")
     corpus = write_corpus(root / "corpus", CORPUS)
     hanrag.build(corpus, root / "index", Config(), progress=False)
     return hanrag.open(root / "index", Config())
 
 
-def _top(index, query: str, k: int = 3) -> list[str]:  # noqa: ANN001
+def _top(index, query: str, k: int = 3) -> list[str]:
     return [Path(h.chunk.path).name for h in index.search(query, top_k=k)]
 
 
-def test_who_created_the_korean_alphabet(index) -> None:  # noqa: ANN001
+def test_who_created_the_korean_alphabet(index) -> None:
     top = _top(index, "who created the Korean alphabet")
     assert top[0] == "훈민정음.md", top
     assert "論語.txt" not in top[:2], top
 
 
-def test_the_vpn_question_gets_no_cut_out_characters(index) -> None:  # noqa: ANN001
+def test_the_vpn_question_gets_no_cut_out_characters(index) -> None:
     res = index.search_result("what to do when the VPN does not connect", top_k=3, explain=True)
     assert Path(res.hits[0].chunk.path).name == "vpn.md"
     # 微 劈 恩 were cut out of longer translations of "VPN"; a one-character headword (接 "connect") is a word
     assert not {"微", "劈", "恩"} & {t for t, _ in res.plan.expansions}, res.plan.expansions
 
 
-def test_the_glossary_pairs_the_whole_gloss(index) -> None:  # noqa: ANN001
+def test_the_glossary_pairs_the_whole_gloss(index) -> None:
     glossary = index.stats()["glossary"]
     assert glossary.get("사후 분석") == ["Postmortem"]
     assert "분석" not in glossary
 
 
-def test_a_korean_loanword_finds_the_english_page(index) -> None:  # noqa: ANN001
+def test_a_korean_loanword_finds_the_english_page(index) -> None:
     # 알림.md ("알림 임계값 설정") matches two of the three words as written and may stay first; the English page
     # on autovacuum thresholds must be right behind it, reached through the loanword
     res = index.search_result("오토베큠 임계값 설정", top_k=3, explain=True)
@@ -85,13 +85,13 @@ def test_a_korean_loanword_finds_the_english_page(index) -> None:  # noqa: ANN00
     assert ("autovacuum", "link:오토베큠 (loanword)") in hit.explanation.matched_via
 
 
-def test_an_english_word_finds_the_korean_loanword(index) -> None:  # noqa: ANN001
+def test_an_english_word_finds_the_korean_loanword(index) -> None:
     res = index.search_result("how to validate a manifest", top_k=3, explain=True)
     assert Path(res.hits[0].chunk.path).name == "매니페스트.md", [h.chunk.path for h in res.hits]
     assert ("매니페스트", "link:manifest (loanword)") in res.hits[0].explanation.matched_via
 
 
-def test_corpus_links_can_be_turned_off(tmp_path) -> None:  # noqa: ANN001
+def test_corpus_links_can_be_turned_off(tmp_path) -> None:
     cfg = Config()
     cfg.search.link_weight = 0.0
     corpus = write_corpus(tmp_path / "corpus", {k: v for k, v in CORPUS.items() if k.startswith("en/")})

@@ -30,7 +30,7 @@ def inspector_url(tmp_path_factory: pytest.TempPathFactory):
         yield srv.url
 
 
-def test_korean_query_highlights_and_explains(inspector_url: str, driver, tmp_path: Path) -> None:  # noqa: ANN001
+def test_korean_query_highlights_and_explains(inspector_url: str, driver, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
@@ -116,7 +116,7 @@ return {font: font, width: ctx.measureText(el.textContent).width,
 """
 
 
-def test_errors_are_shown_not_thrown(inspector_url: str, driver) -> None:  # noqa: ANN001
+def test_errors_are_shown_not_thrown(inspector_url: str, driver) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 

@@ -53,7 +53,7 @@ def inspector_url(tmp_path_factory: pytest.TempPathFactory):
         yield srv.url
 
 
-def test_markdown_renders_and_html_stays_text(inspector_url: str, driver) -> None:  # noqa: ANN001
+def test_markdown_renders_and_html_stays_text(inspector_url: str, driver) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait

@@ -80,7 +80,7 @@ def check_schema(spec: dict, method: str, path: str, response: httpx.Response) -
     jsonschema.Draft202012Validator(root).validate(response.json())
 
 
-def search(client: httpx.Client, **body) -> httpx.Response:  # noqa: ANN003
+def search(client: httpx.Client, **body) -> httpx.Response:
     return client.post("/search", json=body)
 
 
@@ -237,7 +237,7 @@ def test_inspector_page_and_static(client: httpx.Client) -> None:
         ("text", 400, "JSON object"),
     ],
 )
-def test_bad_bodies(client: httpx.Client, spec: dict, body, status: int, words: str) -> None:  # noqa: ANN001
+def test_bad_bodies(client: httpx.Client, spec: dict, body, status: int, words: str) -> None:
     r = client.post("/search", json=body)
     assert r.status_code == status, r.text
     assert words in r.json()["error"]
@@ -265,7 +265,7 @@ def test_body_size_limit(server: ThreadServer, client: httpx.Client, spec: dict)
     check_schema(spec, "post", "/search", r)
 
     # chunked transfer: no Content-Length, the server counts while reading
-    def chunks():  # noqa: ANN202
+    def chunks():
         for i in range(0, len(big), 8192):
             yield big[i : i + 8192]
 
@@ -285,7 +285,7 @@ def test_body_size_limit(server: ThreadServer, client: httpx.Client, spec: dict)
         max_leaves=8,
     )
 )
-def test_random_bodies_never_give_a_500(client: httpx.Client, body) -> None:  # noqa: ANN001
+def test_random_bodies_never_give_a_500(client: httpx.Client, body) -> None:
     r = client.post("/search", json=body)
     assert r.status_code < 500, (body, r.text)
     if r.status_code >= 400:

@@ -26,7 +26,7 @@ SET_ROOTS = {"shared/": ROOT.parent / "shared" / "eval", "eval/": ROOT / "eval"}
 
 
 @pytest.fixture(scope="module")
-def finder():  # noqa: ANN201 - (query) -> tuple of terms
+def finder():
     cfg = Config()
     analyzer = get_analyzer(cfg)
     lexicon = analyzer.lexicon
@@ -46,7 +46,7 @@ def finder():  # noqa: ANN201 - (query) -> tuple of terms
     ("갑목 인월 용신", ("갑목", "인월", "용신")),
     ("인가 서버 설정", ("인가", "서버", "설정")),  # the word itself is still found
 ])
-def test_terms_stand_on_morpheme_borders(finder, query: str, expected: tuple[str, ...]) -> None:  # noqa: ANN001
+def test_terms_stand_on_morpheme_borders(finder, query: str, expected: tuple[str, ...]) -> None:
     assert finder(query) == expected
 
 
@@ -64,7 +64,7 @@ def test_homographs_must_be_lexicon_words(tmp_path: Path) -> None:
         Lexicon.load([path])
 
 
-def test_every_korean_question_of_the_eval_sets_against_the_frozen_list(finder) -> None:  # noqa: ANN001
+def test_every_korean_question_of_the_eval_sets_against_the_frozen_list(finder) -> None:
     frozen = json.loads(FROZEN.read_text(encoding="utf-8"))
     checked = 0
     for name, want in frozen.items():

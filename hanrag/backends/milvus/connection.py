@@ -51,7 +51,7 @@ class MilvusConnection:
             return MilvusClient(
                 uri=self.uri, token=self.mcfg.token, db_name=self.mcfg.db_name, timeout=self.mcfg.timeout_s
             )
-        except Exception as exc:  # noqa: BLE001 - pymilvus raises several kinds
+        except Exception as exc:
             raise self._wrap(exc, "connect") from None
 
     def _wrap(self, exc: BaseException, what: str) -> MilvusError:
@@ -63,7 +63,7 @@ class MilvusConnection:
             return fn(*args, **kwargs)
         except MilvusError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self._wrap(exc, what) from None
 
     def _query(self, collection: str, expr: str, fields: Sequence[str]) -> list[dict[str, Any]]:
@@ -100,7 +100,7 @@ class MilvusConnection:
             while True:
                 try:
                     batch = it.next()
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     raise self._wrap(exc, "query_iterator") from None
                 if not batch:
                     break
