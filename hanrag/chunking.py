@@ -50,9 +50,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hanrag.config import ChunkingConfig
+from hanrag.front_matter import FRONT_MATTER_MAX_NODES, front_matter_end, load_yaml
 from hanrag.language import detect_lang
 from hanrag.records import Chunk, Document, Finding
-from hanrag.sources.files import FRONT_MATTER_MAX_NODES, front_matter_end, load_yaml
 
 # chunks one document may yield: far above what a 20 MB file of prose gives (~45,000 at the defaults),
 # so only generated or degenerate text (a heading every other line) meets it; the rest of the document

@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 from hanrag.bundled import SAMPLE_CORPUS
 from hanrag.chunking import chunk_document, is_grapheme_boundary, safe_cut, split_sections
 from hanrag.config import ChunkingConfig, Config
+from hanrag.front_matter import split_front_matter
 from hanrag.records import Document
-from hanrag.sources.files import split_front_matter
 
 CFG = ChunkingConfig(chunk_size=120, overlap=30)
 

@@ -20,7 +20,7 @@ from bs4 import BeautifulSoup, Tag
 
 from hanrag.config import Config
 from hanrag.records import Document, Finding
-from hanrag.sources.files import make_document, relative_id
+from hanrag.sources.document import make_document, relative_id
 from hanrag.sources.html import decode_html, html_to_markdown
 
 _PAGE_ID = re.compile(r"_(\d+)\.html?$")

@@ -29,7 +29,7 @@ from bs4 import BeautifulSoup, Tag, UnicodeDammit
 
 from hanrag.config import Config
 from hanrag.records import Document, Finding
-from hanrag.sources.files import make_document, read_bytes, relative_id
+from hanrag.sources.document import make_document, read_bytes, relative_id
 
 _DROP_TAGS = ("script", "style", "noscript", "template", "iframe", "svg", "form", "button")
 _BOILERPLATE_TAGS = ("nav", "header", "footer", "aside")

@@ -11,7 +11,7 @@ Bounded work: nested, non-cyclic ``$ref`` s multiply (six levels of twelve field
 paths), so each spec has a budget of schema lines (:data:`_MAX_OP_LINES` per endpoint and
 ``max(_MIN_SPEC_LINES, bytes / _BYTES_PER_LINE)`` in all) and of ``$ref`` hops; past it a
 schema is cut with a ``…`` line and one ``schema-truncated`` finding for the file. YAML is
-loaded with aliases counted at their expanded size (:func:`hanrag.sources.files.load_yaml`).
+loaded with aliases counted at their expanded size (:func:`hanrag.front_matter.load_yaml`).
 A field of the wrong type (``tags: 5``) costs that endpoint's details and a warning, not
 the document.
 """
@@ -26,8 +26,9 @@ from typing import Any
 import yaml
 
 from hanrag.config import Config
+from hanrag.front_matter import YamlLimitError, load_yaml
 from hanrag.records import Document, Finding
-from hanrag.sources.files import YamlLimitError, load_yaml, make_document, read_bytes, relative_id
+from hanrag.sources.document import make_document, read_bytes, relative_id
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _MAX_DEPTH = 4
@@ -371,7 +372,7 @@ def _operation_section(spec: _Spec, method: str, path: str, path_item: dict[str,
 
 def load_structured(data: bytes, suffix: str) -> Any:
     """Parse JSON or YAML bytes (YAML through the safe loader only, bounded by
-    :func:`hanrag.sources.files.load_yaml`: an alias bomb or 100,000 levels raise ``YamlLimitError``)."""
+    :func:`hanrag.front_matter.load_yaml`: an alias bomb or 100,000 levels raise ``YamlLimitError``)."""
     text = data.decode("utf-8-sig")
     if suffix == ".json":
         return json.loads(text)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from hanrag.config import Config
 from hanrag.records import Document, Finding
-from hanrag.sources.files import make_document, read_bytes, relative_id
+from hanrag.sources.document import make_document, read_bytes, relative_id
 
 # lines at the top/bottom of a page that may be a running header/footer
 _EDGE_LINES = 3

@@ -17,20 +17,15 @@ import yaml
 
 from hanrag.chunking import MAX_CHUNKS_PER_DOC, chunk_corpus, chunk_document
 from hanrag.config import Config
+from hanrag.front_matter import FRONT_MATTER_MAX_NODES, YAML_MAX_DEPTH, YamlLimitError, load_yaml
 from hanrag.index import dedup
 from hanrag.index.build import find_duplicates
 from hanrag.index.dedup import mark_duplicates, normalise, shingles
 from hanrag.records import Chunk, Document
 from hanrag.sources import openapi as openapi_mod
 from hanrag.sources import read_corpus
-from hanrag.sources.files import (
-    FRONT_MATTER_MAX_NODES,
-    MAX_FOLDER_DEPTH,
-    YAML_MAX_DEPTH,
-    YamlLimitError,
-    decode_bytes,
-    load_yaml,
-)
+from hanrag.sources.document import decode_bytes
+from hanrag.sources.files import MAX_FOLDER_DEPTH
 from hanrag.validate import LONG_LINE, LONG_TOKEN, lint_document, prepare_corpus
 from tests.pdf_util import write_pdf
 

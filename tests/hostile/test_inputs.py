@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from hanrag.config import Config
-from hanrag.sources.files import display_name, read_corpus
+from hanrag.sources.document import display_name
+from hanrag.sources.files import read_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 HANRAG = [sys.executable, "-m", "hanrag.cli"]

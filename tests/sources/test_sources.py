@@ -3,7 +3,7 @@ from pathlib import Path
 from hanrag.bundled import SAMPLE_CORPUS
 from hanrag.config import Config, CorpusConfig
 from hanrag.sources import READERS, read_corpus
-from hanrag.sources.files import decode_bytes, find_sources, tier_for
+from hanrag.sources.document import decode_bytes, find_sources, tier_for
 
 EXAMPLES = SAMPLE_CORPUS
 
