@@ -219,8 +219,9 @@ class SearchConfig:
     glossary_weight: float = 0.5
     # Korean words linked to the English words of the same corpus, mined at build (hanrag/index/links.py): loanwords by
     # their sound (디플로이먼트 = deployment) and Sino-Korean words through CC-CEDICT (변수 = variable). A query word's
-    # links share this weight (0 = off)
-    link_weight: float = 0.5
+    # links share this weight (0 = off): a linked word weighs what the query word weighs. Chosen by benchmarks/fit.py
+    # over {0, .5, 1}: mean leave-one-set-out nDCG@10 .7324 / .7338 / .7343 (benchmarks/results/fit-link-weight-*.json)
+    link_weight: float = 1.0
     # the kinds of corpus links used: "loanword" (by sound), "hanja" (Sino-Korean words through CC-CEDICT)
     link_channels: list[LinkChannel] = field(default_factory=lambda: ["loanword", "hanja"])
     # glossary pairs never used, named by either side (a wrong pair the build mined: "식물", "tamarind"); `GET /stats`
