@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-ROWS = ("bm25", "dense", "hanrag default")
+ROWS = ("bm25", "dense", "hanrag default", "no corpus links", "loanword links only", "hanja links only")
 
 
 def table(title: str, now: str, before: str, part: str, metric: str) -> str:
@@ -20,19 +20,21 @@ def table(title: str, now: str, before: str, part: str, metric: str) -> str:
     sets = list(after[part]["hanrag default"])
     lines = [f"{title}, {metric}:", f"`{now}` ({after['commit'][:7]}), before: `{before}` ({old['commit'][:7]})", "",
              "| | " + " | ".join(sets) + " |", "| --- |" + " ---: |" * len(sets)]
-    for name, data, row in [*((r, after, r) for r in ROWS), ("hanrag default, before this release", old,
-                                                               "hanrag default")]:
-        lines.append(f"| {name} | " + " | ".join(f"{data[part][row][s][metric]:.3f}".lstrip("0") for s in sets) + " |")
+    for name, data, row in [*((r, after, r) for r in ROWS if r in after[part]),
+                            ("hanrag default, before this release", old, "hanrag default")]:
+        cells = [f"{data[part][row][s][metric]:.3f}".lstrip("0") if s in data[part][row] else "—" for s in sets]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
-        print(table("Each set alone", "quality-channels-after.json", "quality-channels-before.json", "standalone",
+        print(table("Each set alone", "quality-links-standalone.json", "quality-channels-after.json", "standalone",
                     metric))
     for metric in ("ndcg@10", "mrr@10"):
-        print(table("MIXED, one index of every corpus, the first 300 queries of a set", "quality-mixed-after.json",
-                    "quality-mixed-before.json", "mixed", metric))
+        print(table("MIXED, one index of every corpus, the first 300 queries of a set (`<set> pooled`: with the "
+                    "pooled judgments of eval/pooled/)", "quality-links-mixed.json", "quality-mixed-after.json",
+                    "mixed", metric))
 
 
 if __name__ == "__main__":

@@ -191,14 +191,19 @@ def _require_regular(path: Path, st: os.stat_result, what: str) -> None:
     raise IndexLoadError(f"{path}: is {kind}, not {what}; rebuild the index")
 
 
-def require_real_dir(path: Path, what: str) -> None:
-    """``path`` is a folder itself, not a symbolic link to one (an index's data stays inside the index)."""
+def _lstat(path: Path, missing: str) -> os.stat_result:
+    """``os.lstat`` with its failures as one-line load errors (``missing`` says what is missing)."""
     try:
-        st = os.lstat(path)
+        return os.lstat(path)
     except FileNotFoundError:
-        raise IndexLoadError(f"{path}: {what} missing; rebuild the index") from None
+        raise IndexLoadError(f"{path}: {missing}; rebuild the index") from None
     except OSError as exc:
         raise IndexLoadError(f"{path}: unreadable ({exc.strerror or exc}); rebuild the index") from None
+
+
+def require_real_dir(path: Path, what: str) -> None:
+    """``path`` is a folder itself, not a symbolic link to one (an index's data stays inside the index)."""
+    st = _lstat(path, f"{what} missing")
     if stat.S_ISLNK(st.st_mode):
         raise IndexLoadError(f"{path}: is a symbolic link, not {what} inside the index; rebuild the index")
     if not stat.S_ISDIR(st.st_mode):
@@ -215,13 +220,7 @@ def check_snapshot_tree(snapshot: Path) -> None:
     require_real_dir(snapshot / "sparse", "the snapshot's sparse/ folder")
     for rel in sorted(SNAPSHOT_FILES | {MANIFEST}):
         p = snapshot / rel
-        try:
-            st = os.lstat(p)
-        except FileNotFoundError:
-            raise IndexLoadError(f"{p}: missing file of the snapshot; rebuild the index") from None
-        except OSError as exc:
-            raise IndexLoadError(f"{p}: unreadable ({exc.strerror or exc}); rebuild the index") from None
-        _require_regular(p, st, "a file of the snapshot")
+        _require_regular(p, _lstat(p, "missing file of the snapshot"), "a file of the snapshot")
 
 
 def read_pointer_full(index_dir: Path) -> tuple[str, str | None] | None:

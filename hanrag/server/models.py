@@ -68,7 +68,7 @@ class ExplanationOut(BaseModel):
     matched_via: list[tuple[str, str]] = Field(
         default_factory=list,
         description="every matched token and how: as written, reading, lexicon:<term>, glossary:<term>, "
-        "translation:<word>",
+        "link:<word> (<channel>), translation:<word>",
     )
 
 
@@ -101,7 +101,8 @@ class PlanOut(BaseModel):
     mode: str
     expansion_via: list[tuple[str, str]] = Field(
         default_factory=list,
-        description="each expansion token's origin: reading, lexicon:<term>, glossary:<term>, translation:<word>",
+        description="each expansion token's origin: reading, lexicon:<term>, glossary:<term>, link:<word> (<channel>), "
+                    "translation:<word>",
     )
     lexical_evidence: float | None = Field(
         default=None, description="best chunk's BM25 (any script) / the query's BM25 ceiling (hybrid; null when unused)"
