@@ -560,7 +560,10 @@ def read_config_text(path: Path) -> str:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise ConfigError("not a regular file")
-        raw = fh.read(MAX_CONFIG_BYTES + 1)
+        try:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+        except OSError as exc:  # a regular file that cannot be read: /proc/self/mem (EIO), a failing disk
+            raise ConfigError(f"cannot read it ({exc.strerror or exc})") from None
     if len(raw) > MAX_CONFIG_BYTES:
         raise ConfigError(f"larger than {MAX_CONFIG_BYTES // 1024} KiB: not a hanrag config (`hanrag init` writes one)")
     try:

@@ -302,6 +302,11 @@ def _add_search_route(app: FastAPI, ctx: AppContext, auth: list[Any]) -> None:
         except Exception:
             log.exception("hanrag: a relayed search failed; the client runs it in its own process")
             out = None
+        if out is not None and not out.isascii():
+            try:
+                out.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate from the client's argv (a byte that is not UTF-8): JSON
+                out = None  # cannot carry it; the client prints it itself, as its own stdout writes such bytes
         if out is None:
             raise HTTPException(status_code=409, detail="run this search in the CLI's own process")
         return {"stdout": out}

@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
+from hanrag.text.normalize import without_surrogates
+
 # bound nouns of one syllable (것 수 등 때 중) carry no content: the one exception to "nouns of any length"
 _BOUND = "NNB"
 
@@ -55,7 +57,9 @@ class KoreanTokenizer:
         """Kiwi's morphemes of ``text`` as (form, tag, start, end), offsets into ``text``."""
         if not text.strip():
             return ()
-        return tuple((t.form, t.tag, t.start, t.start + t.len) for t in self._kiwi.tokenize(text))
+        # the term finder passes the query as typed (offsets into it): a lone surrogate would end Kiwi's UTF-16 decode
+        tokens = self._kiwi.tokenize(without_surrogates(text))
+        return tuple((t.form, t.tag, t.start, t.start + t.len) for t in tokens)
 
     def tokenize_many(self, texts: list[str]) -> list[list[str]]:
         return [self._filter(toks) for toks in self._kiwi.tokenize(texts)]

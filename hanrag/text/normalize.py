@@ -26,9 +26,14 @@ HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
 _SURROGATES = str.maketrans({cp: "\ufffd" for cp in range(0xD800, 0xE000)})
 
 
+def without_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate (a JSON query's "\ud800", a non-UTF-8 byte of an argv) as U+FFFD: they
+    cannot reach Kiwi or jieba as UTF-8. One character for one, so offsets into ``text`` still hold."""
+    return text.translate(_SURROGATES) if not text.isascii() else text
+
+
 def normalize(text: str) -> str:
-    # lone surrogates (possible in JSON queries: "\ud800") cannot reach Kiwi / jieba as UTF-8
-    return unicodedata.normalize("NFKC", text.translate(_SURROGATES) if not text.isascii() else text)
+    return unicodedata.normalize("NFKC", without_surrogates(text))
 
 
 def split_runs(text: str) -> tuple[list[str], list[str], str]:

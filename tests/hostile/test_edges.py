@@ -9,6 +9,7 @@ started with the configuration ``hanrag serve`` uses, raw sockets for the slow c
 from __future__ import annotations
 
 import io
+import json
 import os
 import socket
 import threading
@@ -480,3 +481,27 @@ def test_the_relay_client_reads_no_big_config(tmp_path: Path, monkeypatch: pytes
     ok = tmp_path / "ok.toml"
     ok.write_text('[server]\napi_key = "k"\n', encoding="utf-8")
     assert _api_key(str(ok)) == "k"
+
+
+# --- found by benchmarks/fuzz_report.py ------------------------------------------------------------------------
+
+
+def test_a_lone_surrogate_beside_hangul_is_searched_not_a_crash(built: dict) -> None:
+    # "\udcff" is how Python reads a byte of an argv that is not UTF-8; Kiwi's term finder got it raw and failed
+    for query in ("\udcff롤백", "\ud800갑목 인월"):
+        assert isinstance(built["index"].search(query, top_k=3), list)
+
+
+def test_the_relay_refuses_output_json_cannot_carry(server: ThreadServer, built: dict) -> None:
+    # the CLI echoes the query; a lone surrogate cannot go into the JSON answer: 409, the client runs it itself
+    argv = [str(built["index_dir"]), "\udda9zebracorn", "--json", "--config", str(built["config_path"])]
+    body = json.dumps({"argv": argv, "cwd": str(built["root"]), "env": {}, "terminal": {"tty": False}})  # "\udda9"
+    r = httpx.post(server.url + "/cli/search", content=body, headers={"content-type": "application/json"},
+                   timeout=120)
+    assert r.status_code == 409, r.text
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="no /proc/self/mem here")
+def test_a_config_that_cannot_be_read_is_one_line() -> None:
+    with pytest.raises(ConfigError, match="cannot read it"):
+        load_config(Path("/proc/self/mem"))
