@@ -576,7 +576,10 @@ class Searcher:
                                 sc.link_channels, weights, exists)
         # as for a lexicon term (_promote_absent_terms): a query word no chunk holds (오토베큠 over English pages) can
         # only match through its links, which then stand in for it at its full weight
-        absent = {word for _, via in links.values() if not exists(word := via[5:].rpartition(" (")[0])}
+        def held(word: str) -> bool:  # an English word as the index writes it (stemmed)
+            return exists(word if not word.isascii() else (self.analyzer.english_token(word) or word))
+
+        absent = {word for _, via in links.values() if not held(word := via[5:].rpartition(" (")[0])}
         return {t: (min(1.0, w / sc.link_weight) if via[5:].rpartition(" (")[0] in absent else w, via)
                 for t, (w, via) in links.items()}
 

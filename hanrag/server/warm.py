@@ -31,6 +31,10 @@ def warm_index(index: Any) -> float:
         from hanrag.text.cedict import en_zh_dictionary
 
         en_zh_dictionary()  # parsed once per process; a weak English query needs it
+    if cfg.search.link_weight > 0 and "hanja" in cfg.search.link_channels:
+        from hanrag.text.cedict import hangul_en_dictionary
+
+        hangul_en_dictionary()  # a Korean query's Sino-Korean words link through it
     for query in WARM_QUERIES:
         for mode in ("hybrid", "bm25", "dense"):
             index.search_result(query, top_k=10, mode=mode, explain=True)
