@@ -6,12 +6,12 @@ English vowel letter becomes one of several Hangul vowels, and Hangul adds 으 b
 is reduced to a key of consonant classes — the sounds a Hangul letter and an English spelling can both stand
 for (ㅂ/ㅍ and b/p/f/v are one class; ㄹ and l/r; ㅅ/ㅈ/ㅊ and s/z/j/ch/sh). A pair is plausible when the keys
 are equal and long enough to mean something (three classes or more); among several English words with one key,
-a rough romanisation of the Hangul picks the closest spelling.
+the vowels pick the closest spelling (:func:`likeness`).
 
 The English rules follow how Korean transcribes English (국립국어원's 외래어 표기법 in spirit): an r that is not
 before a vowel is silent (서버, 에러), ``tion``/``sion``/``ture`` are one sibilant (딕셔너리), a final ng is
 one nasal (오토스케일링), a doubled letter is one sound. They are coarse on purpose: the key decides nothing
-alone; :func:`hanrag.index.links.mine_links` keeps a pair only when the corpus uses both words.
+alone, and a link only ever lands on a word the corpus itself uses (:mod:`hanrag.index.links`).
 """
 
 from __future__ import annotations
