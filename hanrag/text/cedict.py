@@ -46,7 +46,18 @@ def en_zh_dictionary(per_word: int = 3) -> dict[str, tuple[str, ...]]:
     Built once per machine and kept as JSON in hanrag's cache folder (parsing CC-CEDICT takes seconds), keyed
     by the dictionary file, the jieba version whose frequencies rank it and ``per_word``; any unreadable or
     malformed cache file is rebuilt."""
-    return _cached_table(f"en_zh-{_CACHE_FORMAT}-{per_word}", lambda path: _build_en_zh(path, per_word))
+    table = _cached_table(f"en_zh-{_CACHE_FORMAT}-{per_word}", lambda path: _build_en_zh(path, per_word))
+    _jieba_frequencies()  # xling's lookup ranks a word's translations by them on every query
+    return table
+
+
+def _jieba_frequencies() -> dict[str, int]:
+    """jieba's global word frequencies (its dictionary loaded on first use: about a second)."""
+    from hanrag.text.chinese import load_jieba
+
+    jieba = load_jieba()
+    jieba.initialize()
+    return jieba.dt.FREQ
 
 
 def _cached_table(name: str, build: Callable[[str], dict[str, list[str]] | dict[str, tuple[str, ...]]]
@@ -59,10 +70,8 @@ def _cached_table(name: str, build: Callable[[str], dict[str, list[str]] | dict[
     from importlib.metadata import version
 
     from hanrag.fsutil import atomic_write_text
-    from hanrag.text.chinese import cache_dir, load_jieba
+    from hanrag.text.chinese import cache_dir
 
-    # the global dictionary: the tables rank by its frequencies, and so does xling's lookup on every query
-    load_jieba().initialize()
     stat = os.stat(path)
     key = f"{name}-{version('jieba')}-{version('hanja')}-{stat.st_size}-{int(stat.st_mtime)}"
     try:
@@ -86,9 +95,7 @@ def _cached_table(name: str, build: Callable[[str], dict[str, list[str]] | dict[
 
 
 def _build_en_zh(path: str, per_word: int) -> dict[str, tuple[str, ...]]:
-    from hanrag.text.chinese import load_jieba
-
-    freq = load_jieba().dt.FREQ  # initialised by en_zh_dictionary
+    freq = _jieba_frequencies()
     cands: dict[str, set[str]] = {}
     tagged: set[str] = set()
     with gzip.open(path, "rt", encoding="utf-8") as fh:
@@ -106,12 +113,8 @@ def _build_en_zh(path: str, per_word: int) -> dict[str, tuple[str, ...]]:
             if any(_OFFENSIVE.search(g) for g in glosses):
                 tagged.add(simp)  # in any of its entries: the headword is out altogether
                 continue
-            for gloss in glosses:
-                if any(gloss.startswith(s) or s in gloss for s in _SKIP):
-                    continue
-                word = " ".join(_GLOSS_CLEAN.sub(" ", gloss).split()).lower()
-                if _WORD.match(word):
-                    cands.setdefault(word, set()).add(simp)
+            for word in _one_word_glosses(glosses, stop=frozenset()):
+                cands.setdefault(word, set()).add(simp)
     out = {}
     for word, zh in cands.items():
         zh = zh - tagged
@@ -136,13 +139,15 @@ def hangul_en_dictionary(per_word: int = 2) -> dict[str, tuple[str, ...]]:
     return _cached_table(f"hangul_en-{_HANGUL_CACHE_FORMAT}-{per_word}", lambda path: _build_hangul_en(path, per_word))
 
 
-def _one_word_glosses(glosses: list[str]) -> list[str]:
+def _one_word_glosses(glosses: list[str], stop: frozenset[str] = STOPWORDS) -> list[str]:
+    """The glosses of one entry that are one English word once cleaned ("to build" -> build), none of ``stop``;
+    cross-references and surnames are not glosses."""
     out = []
     for gloss in glosses:
         if any(gloss.startswith(s) or s in gloss for s in _SKIP):
             continue
         word = " ".join(_GLOSS_CLEAN.sub(" ", gloss).split()).lower()
-        if _WORD.match(word) and word not in STOPWORDS:
+        if _WORD.match(word) and word not in stop:
             out.append(word)
     return list(dict.fromkeys(out))
 
@@ -150,9 +155,7 @@ def _one_word_glosses(glosses: list[str]) -> list[str]:
 def _build_hangul_en(path: str, per_word: int) -> dict[str, list[str]]:
     import hanja
 
-    from hanrag.text.chinese import load_jieba
-
-    freq = load_jieba().dt.FREQ
+    freq = _jieba_frequencies()
     heads: dict[str, dict[str, list[str]]] = {}  # reading -> simplified headword -> its one-word glosses
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         for line in fh:
