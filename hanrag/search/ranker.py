@@ -1,22 +1,18 @@
-"""A learned ranker over the evidence each candidate carries: features, and a linear model stored as JSON.
+"""The evidence each candidate carries, as features for a learned ranker.
 
 The rule table (:mod:`hanrag.search.presets`) weighs two numbers per candidate — its normalised BM25 and its
-calibrated cosine — by the query's rule. What else a candidate carries says more: how much of the query its BM25
-covers in the query's own words and through expansions (lexicon, glossary, corpus links, translations, readings),
-its raw cosine against the best in the pool, whether it is in the query's language, where each retriever ranked
-it, its length. :func:`candidate_features` computes them from the searcher's own state (the same code for search
-and for training), and :class:`LinearRanker` scores them: a weight per feature, fitted by ``benchmarks/fit.py``'s
-protocol (pairwise logistic loss, leave-one-set-out) and stored as JSON — no pickle, no training library at search
-time. ``--explain`` lists each feature's contribution (weight × value).
+calibrated cosine — by the query's rule. A candidate carries more: how much of the query its BM25 covers in the
+query's own words and through expansions (lexicon, glossary, corpus links, translations, readings), its raw
+cosine against the best in the pool, whether it is in the query's language, where each retriever ranked it, its
+length. :func:`candidate_features` computes them from the searcher's own state
+(:meth:`hanrag.search.searcher.Searcher.ranking_features`), so ``benchmarks/fit.py --ranker`` trains on what a
+search would compute. A linear model over them lost to the rule table under the fitting protocol
+(docs/evaluation.md), so no ranker is in the search path: the features stay for the next model to be measured.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -32,41 +28,6 @@ FEATURES = (
     "dense_rank",  # 1 / (1 + rank) in the dense list
     "log_length",  # log of the chunk's characters over 512
 )
-
-
-@dataclass(frozen=True)
-class LinearRanker:
-    """score = bias + Σ weight × feature; fitted on the tuning sets (see the JSON's ``fitted`` record)."""
-
-    weights: dict[str, float]
-    bias: float = 0.0
-
-    @classmethod
-    def load(cls, path: str | Path) -> LinearRanker:
-        """From the JSON ``benchmarks/fit.py`` writes; one line naming the file and the problem otherwise."""
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-            weights = {str(k): float(v) for k, v in data["weights"].items()}
-            bias = float(data.get("bias", 0.0))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            raise ValueError(f"{path}: not a ranker model ({e})") from e
-        unknown = sorted(set(weights) - set(FEATURES))
-        if unknown:
-            raise ValueError(f"{path}: unknown ranker features {', '.join(unknown)}")
-        if not all(math.isfinite(w) for w in [*weights.values(), bias]):
-            raise ValueError(f"{path}: a ranker weight is not a finite number")
-        return cls(weights, bias)
-
-    def vector(self) -> np.ndarray:
-        return np.array([self.weights.get(f, 0.0) for f in FEATURES], dtype=np.float64)
-
-    def score(self, features: np.ndarray) -> np.ndarray:
-        return features @ self.vector() + self.bias
-
-    def contributions(self, row: np.ndarray) -> tuple[tuple[str, float], ...]:
-        """Each feature's share of one candidate's score (for ``--explain``), largest first."""
-        parts = [(f, float(w * x)) for f, w, x in zip(FEATURES, self.vector(), row, strict=True) if w]
-        return tuple(sorted(parts, key=lambda p: -abs(p[1])))
 
 
 def _rank_feature(ids: Sequence[str], retrieved: Mapping[str, float]) -> np.ndarray:

@@ -1,0 +1,25 @@
+"""The learned ranker's features (hanrag.search.ranker): what benchmarks/fit.py --ranker trains on."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hanrag.search.ranker import FEATURES, candidate_features
+
+
+def test_features_of_a_small_pool() -> None:
+    ids = ["a", "b", "c"]
+    x = candidate_features(
+        ids, rule_fused=np.array([0.9, 0.5, 0.1]), bm25_norm=np.array([1.0, np.nan, 0.0]),
+        dense_norm=np.array([0.2, 0.8, 0.0]), dense_raw=np.array([0.80, 0.85, np.nan]),
+        own=np.array([4.0, 0.0, 0.0]), expansion=np.array([0.0, 2.0, 0.0]), ceiling=8.0,
+        same_language=np.array([True, False, True]), bm25_list={"a": 5.0, "c": 1.0}, dense_list={"b": 0.85, "a": 0.8},
+        lengths=np.array([512, 1024, 0]))
+    col = {f: x[:, i] for i, f in enumerate(FEATURES)}
+    assert x.shape == (3, len(FEATURES)) and np.isfinite(x).all()  # a retriever's missing score is 0, never NaN
+    assert col["bm25_norm"].tolist() == [1.0, 0.0, 0.0]
+    assert np.allclose(col["dense_gap"], [-0.05, 0.0, -1.0])  # against the pool's best cosine; unknown far below
+    assert col["own_share"].tolist() == [0.5, 0.0, 0.0] and col["expansion_share"].tolist() == [0.0, 0.25, 0.0]
+    assert col["same_language"].tolist() == [1.0, 0.0, 1.0]
+    assert col["bm25_rank"].tolist() == [1.0, 0.0, 0.5] and col["dense_rank"].tolist() == [0.5, 1.0, 0.0]
+    assert np.isclose(col["log_length"][0], 0.0) and col["log_length"][1] > 0 > col["log_length"][2]
