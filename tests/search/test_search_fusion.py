@@ -170,3 +170,11 @@ def test_calibrated_cosine_takes_a_background_per_candidate():
     np.testing.assert_allclose(out, [0.1 / 0.3, 0.3 / 0.5, 0.0, 0.0])
     np.testing.assert_allclose(calibrated_cosine(scores, 0.5), calibrated_cosine(scores, np.full(4, 0.5)))
     assert calibrated_cosine(scores, np.array([0.5, 1.0, 0.5, 0.5])).max() == 1.0  # unusable: min-max
+
+
+def test_ties_go_by_the_raw_cosine_then_candidate_order():
+    # all three below the dense background and without BM25: fused 0 each; the closer cosine ranks first
+    f = fuse(["a", "b", "c"], np.array([np.nan] * 3), np.array([0.70, 0.74, np.nan]), 0.5, 0.5, "calibrated",
+             dense_background=0.80)
+    assert f.fused.tolist() == [0.0, 0.0, 0.0]
+    assert [f.ids[i] for i in f.order()] == ["b", "a", "c"]
