@@ -41,8 +41,8 @@ sys.path.insert(0, str(ROOT))
 
 from hanrag.config import Config, EmbedderConfig  # noqa: E402
 from hanrag.embed import load_embedder, prepare_text  # noqa: E402
-from hanrag.embed_cache import CachingEmbedder  # noqa: E402
-from hanrag.embed_onnx import OnnxE5Embedder, ReferenceTokenizer, dequantise  # noqa: E402
+from hanrag.embed.cache import CachingEmbedder  # noqa: E402
+from hanrag.embed.onnx_e5 import OnnxE5Embedder, ReferenceTokenizer, dequantise  # noqa: E402
 from hanrag.eval import find_eval_root  # noqa: E402
 from hanrag.index.build import EMBED_CALL  # noqa: E402
 

@@ -4,7 +4,7 @@ Each eval set's documents become :class:`hanrag.records.Document`s (doc id ``<se
 the set's source as citation) and go through :func:`hanrag.index.documents_build.build_from_documents`
 (lint, chunking, dedup, snapshot) exactly like ``hanrag build``; searches go through ``Index``'s
 searcher. A document's best chunk stands for it in the run. Vectors come from one machine-wide
-cache (:class:`hanrag.embed_cache.CachingEmbedder`), so a rerun embeds nothing.
+cache (:class:`hanrag.embed.cache.CachingEmbedder`), so a rerun embeds nothing.
 
 Sets:
 * shared (``../shared/eval``): korquad1_ko_chunks, cmrc2018_zh_chunks, xquad_en, xquad_en2zh, cranfield_en;
@@ -99,7 +99,7 @@ def tasks(sets: list[EvalSet]) -> list[EvalTask]:
 
 def caching_embedder(cfg: Config | None = None):
     from hanrag.embed import load_embedder
-    from hanrag.embed_cache import CachingEmbedder
+    from hanrag.embed.cache import CachingEmbedder
 
     return CachingEmbedder(load_embedder((cfg or Config()).embedder))
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from hanrag.backends.embedded import EmbeddedBackend
 from hanrag.config import Config
-from hanrag.embed_cache import build_embedder
+from hanrag.embed.cache import build_embedder
 from hanrag.index.build import build_from_chunks
 from hanrag.index.cache import TokenCache, tokenize_cached
 from hanrag.index.snapshot import open_snapshot
@@ -226,7 +226,7 @@ class Throttle:
 def embed_corpus(embedder, texts: list[str], report=None, batch: int = 64) -> int:
     """Embed the passages of ``texts`` the embedder's cache lacks, reporting ``chunks embedded: n/total``.
 
-    With a :class:`hanrag.embed_cache.CachingEmbedder` the build that follows finds every vector in the
+    With a :class:`hanrag.embed.cache.CachingEmbedder` the build that follows finds every vector in the
     cache; a second run over the same texts embeds nothing. Returns the number of texts embedded."""
     missing = embedder.missing(texts) if hasattr(embedder, "missing") else []
     tick = Throttle(report) if report else None

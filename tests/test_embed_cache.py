@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from hanrag.config import Config, EmbedderConfig
 from hanrag.embed import load_embedder
-from hanrag.embed_cache import CacheWarning, CachingEmbedder, build_embedder, cache_dir, default_cache_dir, evict
+from hanrag.embed.cache import CacheWarning, CachingEmbedder, build_embedder, cache_dir, default_cache_dir, evict
 
 
 @pytest.fixture(scope="module")

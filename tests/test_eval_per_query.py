@@ -27,7 +27,7 @@ def model():
 
 @pytest.mark.parametrize("n", [4, 64, 130])
 def test_embed_corpus_prints_the_final_count_once(n: int, model, tmp_path: Path) -> None:
-    from hanrag.embed_cache import CachingEmbedder
+    from hanrag.embed.cache import CachingEmbedder
 
     lines: list[str] = []
     texts = [f"문서 {i}: 배포 롤백 절차 {i * 7}" for i in range(n)]

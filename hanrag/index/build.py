@@ -70,7 +70,7 @@ class BuildReport:
     warnings: tuple[str, ...] = ()
     excluded: tuple[tuple[str, str], ...] = ()
     files: FileChanges | None = None  # which documents were added, changed, removed (None: not computed)
-    # of ``embedded``: the texts the machine-wide cache (hanrag.embed_cache) answered; the rest went to the model
+    # of ``embedded``: the texts the machine-wide cache (hanrag.embed.cache) answered; the rest went to the model
     from_machine_cache: int = 0
     distinct_texts: int | None = None  # distinct chunk texts (None: as many as chunks)
 
@@ -317,7 +317,7 @@ def _embed(
         if k not in cache.index and k not in todo:
             todo[k] = c.text
     t0 = time.perf_counter()
-    # the machine cache (hanrag.embed_cache) counts the texts it sent to the model: the rest cost no model time
+    # the machine cache (hanrag.embed.cache) counts the texts it sent to the model: the rest cost no model time
     sent_before = getattr(embedder, "embedded", None)
     if todo:
         advance = task("embedding", len(todo))
@@ -460,7 +460,7 @@ def build_from_chunks(
     if embedder is None:
         from concurrent.futures import ThreadPoolExecutor
 
-        from hanrag.embed_cache import build_embedder  # the machine-wide vector cache (unless embedder.cache = false)
+        from hanrag.embed.cache import build_embedder  # the machine-wide vector cache (unless embedder.cache = false)
 
         # the model loads beside tokenising (both mostly native code) instead of after it: a rebuild after a small
         # edit is mostly these two loads

@@ -23,7 +23,7 @@ import pytest
 
 from hanrag.config import Config
 from hanrag.embed import load_embedder
-from hanrag.embed_cache import CachingEmbedder
+from hanrag.embed.cache import CachingEmbedder
 from hanrag.index import store
 from hanrag.index.build import EMBED_CALL, build_from_chunks
 from hanrag.index.cache import CACHE_DIR, EmbeddingCache

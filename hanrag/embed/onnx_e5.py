@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from hanrag.embed_text import EmbedderError, prepare_text
+from hanrag.embed.text import EmbedderError, prepare_text
 from hanrag.fsutil import default_cache_dir
 
 # bump when the graph, the quantisation or anything else that changes the vectors changes:

