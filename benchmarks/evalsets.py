@@ -1,7 +1,7 @@
 """Evaluation sets as a user's corpus: every quality figure runs the product's build and search path.
 
 Each eval set's documents become :class:`hanrag.records.Document`s (doc id ``<set>/<doc id>``,
-the set's source as citation) and go through :func:`hanrag.index.documents_build.build_from_documents`
+the set's source as citation) and go through :func:`hanrag.pipeline.build_from_documents`
 (lint, chunking, dedup, snapshot) exactly like ``hanrag build``; searches go through ``Index``'s
 searcher. A document's best chunk stands for it in the run. Vectors come from one machine-wide
 cache (:class:`hanrag.embed.cache.CachingEmbedder`), so a rerun embeds nothing.
@@ -10,8 +10,9 @@ Sets:
 * shared (``../shared/eval``): korquad1_ko_chunks, cmrc2018_zh_chunks, xquad_en, xquad_en2zh, cranfield_en;
 * cross-script (``eval/`` in this repository, written for hanrag, see each README): ko2hanja, hanja2ko,
   ko2en_tech, en2ko_tech — held out from every fit;
-* tuning (``eval/``): tune_ko2zpzq (Korean queries over 子平真诠评注) and tune_ko_tech (Korean queries over
-  Korean Kubernetes docs), which fit.py may use.
+* tuning (``eval/``): tune_ko2zpzq (Korean queries over 子平真诠评注), tune_ko_tech (Korean queries over
+  Korean Kubernetes docs), tune_en2ko_tech (the same queries in English), tune_ko2en_react (Korean queries over
+  English React docs) and tune_en2ko_react (English queries over Korean React docs), which fit.py may use.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from hanrag.records import Document  # noqa: E402
 SHARED_SETS = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en", "xquad_en2zh", "cranfield_en")
 CROSS_SETS = ("ko2hanja", "hanja2ko", "ko2en_tech", "en2ko_tech")
 # TUNING data in eval/ (written after the held-out sets, from other texts): fit.py may choose on it
-TUNE_SETS = ("tune_ko2zpzq", "tune_ko_tech", "tune_en2ko_tech")
+TUNE_SETS = ("tune_ko2zpzq", "tune_ko_tech", "tune_en2ko_tech", "tune_ko2en_react", "tune_en2ko_react")
 # one collection with every corpus (xquad_en left out: its paragraphs are the English twins of xquad_en2zh's)
 MIXED_SETS = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en2zh", "cranfield_en", *CROSS_SETS)
 REPO_EVAL = ROOT / "eval"
@@ -85,7 +86,7 @@ def eval_config(**search_changes) -> Config:
 
 def build(name: str, sets: list[EvalSet], cfg: Config, embedder, *, dedup: bool = True):
     """Build (incrementally) the index ``INDEX_ROOT/name`` over ``sets`` through the product path."""
-    from hanrag.index.documents_build import build_from_documents
+    from hanrag.pipeline import build_from_documents
 
     cfg = copy.deepcopy(cfg)
     cfg.index.dedup = dedup

@@ -3,7 +3,8 @@
 Protocol (fixed, issue 11):
 * tuning sets: the ../shared/eval sets (korquad1_ko_chunks, cmrc2018_zh_chunks, xquad_en, xquad_en2zh,
   cranfield_en) and the tuning sets of eval/ (``evalsets.TUNE_SETS``: tune_ko2zpzq, Korean queries over 子平真诠评注;
-  tune_ko_tech, Korean queries over Korean Kubernetes docs; tune_en2ko_tech, the same queries in English), each
+  tune_ko_tech, Korean queries over Korean Kubernetes docs; tune_en2ko_tech, the same queries in English;
+  tune_ko2en_react / tune_en2ko_react, Korean queries over English React docs and the reverse), each
   standalone and in one mixed index (quality.py's MIXED corpora plus the tuning corpora, ``MIXED-FIT``);
 * held out: the cross-script sets in eval/ (ko2hanja, hanja2ko, ko2en_tech, en2ko_tech): never read here;
   ``benchmarks/quality.py`` reports them with whatever this script chose.
@@ -49,6 +50,8 @@ from evalsets import (
 from hanrag.api import Index
 from hanrag.config import Config, DenseBackground
 from hanrag.eval import query_metrics
+from hanrag.search.candidates import Candidates
+from hanrag.search.fusion import Fused, reweight
 from hanrag.search.presets import HANRAG
 from hanrag.search.searcher import Searcher
 
@@ -66,13 +69,18 @@ def collect(index: Index, cfg: Config, sets, emb, fusion: str) -> list[dict]:
         qvecs = emb.encode_queries([q.text for q in es.queries])
         for q, qvec in zip(es.queries, qvecs, strict=True):
             cand, fused = searcher.fused_candidates(q.text, 100, "hybrid", qvec=qvec)
-            if fused is None:
-                continue
-            docs = [cand.chunks[i].doc_id.partition("/")[2] for i in cand.ids]
-            out.append({"set": es.name, "cell": cand.plan.rule, "rel": es.qrels.get(q.qid, {}), "docs": docs,
-                        "bn": np.asarray(fused.bm25_norm), "dn": np.asarray(fused.dense_norm),
-                        "X": searcher.ranking_features(cand, fused)})
+            if fused is not None:
+                out.append(record(searcher, es, q, cand, fused))
     return out
+
+
+def record(searcher: Searcher, es, q, cand: Candidates, fused: Fused) -> dict:
+    """One query run: its rule cell, its judgments, and per candidate its document, normalised BM25 and dense
+    scores and ranker features."""
+    docs = [cand.chunks[i].doc_id.partition("/")[2] for i in cand.ids]
+    return {"set": es.name, "cell": cand.plan.rule, "rel": es.qrels.get(q.qid, {}), "docs": docs,
+            "bn": np.asarray(fused.bm25_norm), "dn": np.asarray(fused.dense_norm),
+            "X": searcher.ranking_features(cand, fused)}
 
 
 def _pairs(rec: dict, max_neg: int = 30) -> np.ndarray:
@@ -81,7 +89,7 @@ def _pairs(rec: dict, max_neg: int = 30) -> np.ndarray:
     rel = np.array([rec["rel"].get(d, 0) > 0 for d in rec["docs"]])
     if not rel.any() or rel.all():
         return np.zeros((0, rec["X"].shape[1]))
-    order = np.argsort(-(rec["bn"] + rec["dn"]), kind="stable")
+    order = np.argsort(-reweight(rec["bn"], rec["dn"], 1.0, 1.0), kind="stable")
     neg = [i for i in order if not rel[i]][:max_neg]
     pos = np.flatnonzero(rel)
     return (rec["X"][pos][:, None, :] - rec["X"][neg][None, :, :]).reshape(-1, rec["X"].shape[1])
@@ -113,8 +121,9 @@ def model_score(rec: dict, w: np.ndarray) -> float:
 
 
 def ranking(rec: dict, alpha: float) -> list[str]:
-    """The record's documents ranked by its candidates' scores fused with dense weight ``alpha``."""
-    fused = (1 - alpha) * rec["bn"] + alpha * rec["dn"]
+    """The record's documents ranked by its candidates' scores fused with dense weight ``alpha`` (the fusion of a
+    search whose rule gives that weight: :func:`hanrag.search.fusion.reweight`)."""
+    fused = reweight(rec["bn"], rec["dn"], 1 - alpha, alpha)
     return list(dict.fromkeys(rec["docs"][i] for i in np.argsort(-fused, kind="stable")))
 
 
@@ -149,6 +158,21 @@ def evaluate(records: list[dict], alphas: dict[str, float]) -> float:
     return float(np.mean([score(r, alphas.get(r["cell"], SHIPPED.get(r["cell"], 0.6))) for r in records]))
 
 
+def save_records(path: Path, records: list[dict], measured: dict) -> None:
+    """The query runs as flat arrays in one .npz (no pickle): candidate rows carry their query's number."""
+    rows = [len(r["docs"]) for r in records]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(
+        path, query=np.repeat(np.arange(len(records)), rows),
+        X=np.vstack([r["X"] for r in records]), bn=np.concatenate([r["bn"] for r in records]),
+        dn=np.concatenate([r["dn"] for r in records]),
+        grade=np.concatenate([[r["rel"].get(d, 0) for d in r["docs"]] for r in records]).astype(np.int8),
+        doc=np.array([d for r in records for d in r["docs"]]),
+        set=np.array([r["set"] for r in records]), cell=np.array([r["cell"] for r in records]),
+        # the judged passages of each query, found or not (nDCG's ideal ranking counts the ones not retrieved)
+        judged=np.array([json.dumps(r["rel"]) for r in records]), measured=np.array(json.dumps(measured)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-queries", type=int, default=0)
@@ -165,6 +189,9 @@ def main() -> None:
                     help="also fit the learned linear ranker (first --fusions method) and report it the same way")
     ap.add_argument("--link-weight", type=float, default=None, help="search.link_weight (to compare)")
     ap.add_argument("--json", type=Path, default=None, help="write the figures here (with the commit measured)")
+    ap.add_argument("--records", type=Path, default=None,
+                    help="write every query run's candidates and features (first --fusions method) to this .npz, "
+                         "for benchmarks/fit_ranker.py")
     args = ap.parse_args()
     measured = measured_what()
     cfg = Config()
@@ -224,6 +251,8 @@ def main() -> None:
         results[fusion] = (float(np.mean(list(held.values()))), final)
         held_by[fusion] = held
         print(f"  mean held-out nDCG@10 {results[fusion][0]:.4f}; chosen on all tuning sets: {final}")
+    if args.records:
+        save_records(args.records, records_by[args.fusions[0]], measured)
     ranker = None
     if args.ranker:
         from hanrag.search.ranker import FEATURES

@@ -11,7 +11,7 @@ what the design says: a document dropped, a finding missing, a limit bypassed, a
 user file). The work runs in worker processes (one JSON job a line each way), so a native abort or a hang costs
 one case and a restarted worker, not the report.
 
-Surfaces, each built from what ``tests/hostile`` builds (imported from there, not re-invented):
+Surfaces, each built from what ``tests/hostile`` builds (``fixtures/``, shared with the tests, not re-invented):
 
 * chunker, tokenizers: generated Unicode (every general category, lone surrogates, NFKC expanders, long runs,
   mixed scripts) through ``chunk_document`` and the ko / zh / en analyzers;
@@ -68,7 +68,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
-    sys.path.insert(1, str(ROOT))  # tests.* (the hostile inputs are built as the tests build them)
+    sys.path.insert(1, str(ROOT))  # fixtures.* (the hostile inputs are built as the tests build them)
 ENV = {k: v for k, v in os.environ.items() if k != "HANRAG_INDEX_KEY"}
 ENV.update(HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT), HANRAG_NO_SERVER="1", COLUMNS="200")
 HANRAG = [sys.executable, "-m", "hanrag"]
@@ -296,9 +296,9 @@ def _job(job: dict, checkers: _Checkers) -> dict:
             except IndexLoadError as exc:
                 return {"refused": str(exc)}
         if op == "build_chunks":
+            from fixtures.tamper import make_chunks
             from hanrag.config import Config
-            from hanrag.index.build import build_from_chunks
-            from tests.hostile.test_index_server import make_chunks
+            from hanrag.pipeline import build_from_chunks
 
             for n in job.get("sizes", [4]):
                 build_from_chunks(make_chunks()[:n], Path(job["index"]), Config(), progress=False)
@@ -649,8 +649,8 @@ class Stage:
     def build(self) -> bool:
         if hasattr(self, "index") or self.error is not None:
             return self.error is None
-        from tests.hostile.test_edges import DOCS
-        from tests.server_util import TEST_CONFIG, write_corpus
+        from fixtures.hostile import DOCS
+        from fixtures.server import TEST_CONFIG, write_corpus
 
         root = self.tmp / "stage"
         docs = {**DOCS, "c.md": "# 寶鑑\n来源: https://e.org/c\n" + "\ufdfa" * 30 + " 甲木用神。\n"}
@@ -759,10 +759,8 @@ class Corpus:
 
 
 def corpora(quick: bool) -> list[Corpus]:
-    from tests.hostile.test_corpora import LAUGHS, SOURCE, _nested_ref_spec
-    from tests.hostile.test_edges import MARKUP_DOC, NAME_DOC
-    from tests.hostile.test_inputs import CP949_NAME
-    from tests.pdf_util import write_pdf
+    from fixtures.hostile import CP949_NAME, LAUGHS, MARKUP_DOC, NAME_DOC, SOURCE, nested_ref_spec
+    from fixtures.pdf import write_pdf
 
     # sizes: quick, or those that took minutes (or crashed) before issue 30's fixes (4 MB line, 5 MB of one line)
     line, tok, reps, n_notes = (1_000_000, 20_000, 40_000, 1000) if quick else (4_000_000, 60_000, 100_000, 5000)
@@ -864,7 +862,7 @@ def corpora(quick: bool) -> list[Corpus]:
                w("rep.md", f"# r\n{SOURCE}" + "같은 줄이 반복됩니다. the same line again.\n" * reps),
                kept={"rep.md"}),
         Corpus(f"{n_notes:,} identical notes", notes, kept={"n00000.md", "n00001.md"}),
-        Corpus("nested $ref OpenAPI", w("api.json", json.dumps(_nested_ref_spec())),
+        Corpus("nested $ref OpenAPI", w("api.json", json.dumps(nested_ref_spec())),
                codes={"api.json": {"schema-truncated"}}, kept={"api.json"}, max_chunks=1000),
         Corpus("oneOf chains in OpenAPI", oneof, kept={"oneof.json"}, max_chunks=1000),
         Corpus("OpenAPI fields of the wrong type", w("api.json", json.dumps(wrong_types)), kept={"api.json"},
@@ -996,9 +994,15 @@ def index_cases() -> list[tuple[str, Callable[[Path, Path], None], tuple[str, ..
     naming the words) or 'doctor' (consistent data: open serves it, doctor flags it with the words)."""
     import numpy as np
 
+    from fixtures.tamper import (
+        RESEALED,
+        edit_npy,
+        replace_text_same_length,
+        reseal,
+        reverse_embeddings,
+        rewrite_manifest,
+    )
     from hanrag.index import store
-    from tests.hostile.test_index_contents import RESEALED, _replace_text_same_length, edit_npy, reseal
-    from tests.hostile.test_index_server import reverse_embeddings, rewrite_manifest
 
     cases: list[tuple[str, Callable[[Path, Path], None], tuple[str, ...], str]] = []
     for name in sorted(RESEALED):
@@ -1142,7 +1146,7 @@ def index_cases() -> list[tuple[str, Callable[[Path, Path], None], tuple[str, ..
          ("index-content-mismatch", "stored vector is not its text's"), "doctor"),
         ("resealed shuffled vocabulary", lambda i, s: vocab(i, s, "reverse"),
          ("index-content-mismatch", "BM25 postings are not its text's tokens"), "doctor"),
-        ("same-length text replaced, keyed seal", lambda i, s: _replace_text_same_length(s), ("seal does not match",),
+        ("same-length text replaced, keyed seal", lambda i, s: replace_text_same_length(s), ("seal does not match",),
          "sealed"),
         ("an unsealed index opened with a key", lambda i, s: None, ("not sealed",), "keyed"),
     ]
@@ -1150,8 +1154,8 @@ def index_cases() -> list[tuple[str, Callable[[Path, Path], None], tuple[str, ..
 
 
 def run_index(tmp: Path) -> Tally:
+    from fixtures.tamper import copy_index
     from hanrag.index import store
-    from tests.hostile.test_index_server import copy_index
 
     t = Tally("index")
     w = Worker(tmp, warm=True)
@@ -1420,8 +1424,8 @@ HOSTILE_VALUES: list[Any] = [-1, 0, 1, 2**31, 2**63 - 1, 2**63, 10**30, -(2**63)
 
 
 def run_config(tmp: Path, n_random: int, seed: int) -> Tally:
-    from tests.hostile.test_config import BAD_VALUES
-    from tests.server_util import TEST_CONFIG
+    from fixtures.hostile import BAD_VALUES
+    from fixtures.server import TEST_CONFIG
 
     t = Tally("config")
     home = tmp / "cfg-home"  # the worker's folder: a relative path in a generated value lands here

@@ -7,7 +7,7 @@ tokens from the analyzer (cached in ``.cache/eval_tok`` like benchmarks/quality.
 
 1. embedded: ``build_from_chunks`` with the cached vectors (ingest = tokens + BM25 + dedup
    + snapshot write; embedding excluded for both backends).
-2. milvus: the real Milvus server (milvus-lite 2.5.1 binary, tests/milvus_server.py) on
+2. milvus: the real Milvus server (milvus-lite 2.5.1 binary, fixtures/milvus_server.py) on
    loopback; ``MilvusBackend.sync_from_snapshot`` = full push; then an incremental push
    after 1 % of the chunks changed.
 3. every sampled query through the same ``Searcher`` on both backends (cached query
@@ -118,10 +118,10 @@ def overlap(a: list[str], b: list[str]) -> float:
 
 def glob_benchmark(n_chunks: int, searches: int = 30) -> None:
     """Filter cost on a synthetic collection: n_chunks over 20 folders, random unit vectors."""
+    from fixtures.milvus_server import MilvusServer
     from hanrag.backends.milvus import MilvusBackend
     from hanrag.backends.milvus.expressions import and_expr, filters_to_expr
     from hanrag.records import Filters
-    from tests.milvus_server import MilvusServer
 
     rng = np.random.default_rng(7)
     words = [f"w{i}" for i in range(2000)]
@@ -183,12 +183,12 @@ def main() -> None:
 
     from scipy.stats import kendalltau
 
+    from fixtures.milvus_server import MilvusServer
     from hanrag.backends.embedded import EmbeddedBackend
     from hanrag.backends.milvus import MilvusBackend
-    from hanrag.index.build import build_from_chunks
+    from hanrag.pipeline import build_from_chunks
     from hanrag.search.searcher import Searcher
     from hanrag.text import get_analyzer
-    from tests.milvus_server import MilvusServer
 
     cfg = Config()
     analyzer = get_analyzer(cfg)

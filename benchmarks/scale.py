@@ -7,7 +7,7 @@ Texts are sentences of the shared eval corpora (../shared/eval: Korean, Chinese,
 and recombined into N chunks of 2-5 sentences of one language. Vectors come from a fixed random
 projection of each text's character uni- and bigram counts (:class:`ProjectionEmbedder`): no model
 runs, yet texts that share wording get close vectors, as with a real encoder. The index is built by
-the product's path (:func:`hanrag.index.build.build_from_chunks`: tokenise, embedding cache, dedup,
+the product's path (:func:`hanrag.pipeline.build_from_chunks`: tokenise, embedding cache, dedup,
 BM25, snapshot with the HNSW graph) and then opened in a fresh process, so open time and RSS are what
 a server pays: RSS after open, and its peak while answering every query (``rss_gb``), taken
 before the benchmark's own exact reference scans, which map the whole vector matrix
@@ -121,7 +121,7 @@ def pct(ms: list[float]) -> dict[str, float]:
 
 
 def build(n: int, index_dir: Path) -> dict[str, Any]:
-    from hanrag.index.build import build_from_chunks
+    from hanrag.pipeline import build_from_chunks
 
     t = time.perf_counter()
     chunks = synthetic_chunks(n)

@@ -49,7 +49,7 @@ class CachedPassages:
 
 def build_mixed(embedder, cfg: Config) -> tuple[Path, list[str]]:
     from hanrag.eval import eval_chunks, find_eval_root, load_eval_set
-    from hanrag.index.build import build_from_chunks
+    from hanrag.pipeline import build_from_chunks
 
     names = [n for n in MIXED if (EMB / n / "queries.npy").is_file()]
     missing = [n for n in MIXED if n not in names]
@@ -86,7 +86,7 @@ def stage_table(title: str, rows: dict[str, list[float]]) -> None:
 
 def make_random_cross_encoder(path: Path, size: str) -> Path:
     """A randomly initialised cross-encoder of a real architecture's size (timing only)."""
-    from tests.tiny_models import make_tiny_bert
+    from fixtures.tiny_models import make_tiny_bert
 
     if size == "tiny":
         return make_tiny_bert(path, max_position_embeddings=512, cross_encoder=True)

@@ -86,7 +86,7 @@ def synthetic_vectors(n: int, dim: int) -> np.ndarray:
 
 
 def build_mixed(index: Path, embed_missing: bool, synthetic_missing: bool = False) -> None:
-    from hanrag.index.build import build_from_chunks
+    from hanrag.pipeline import build_from_chunks
 
     chunks: list[Chunk] = []
     by_text: dict[str, np.ndarray] = {}

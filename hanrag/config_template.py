@@ -59,9 +59,10 @@ _FALLBACK_HELP: dict[str, str] = {
     "search.diversity_factors": "score factor of a document's 1st, 2nd, 3rd, ... hit (the last one repeats)",
     "search.rules": "adaptive weight rules, the first one that matches wins",
     "search.rerank": "cross-encoder reranking of the top candidates",
-    "rerank.candidates": "fused candidates passed to the reranker",
+    "rerank.candidates": "fused candidates passed to the reranker (at least top_k)",
     "rerank.batch_size": "pairs scored per batch",
-    "rerank.max_length": "model tokens per (query, passage) pair",
+    "rerank.max_length": "model tokens per (query, passage) pair, at most the model's positions (query and passage "
+    "are cut to 8 characters a token before tokenising)",
     "server.host": "address to bind; anything but loopback needs an api_key",
     "server.port": "TCP port",
     "server.max_query_chars": "longest accepted query (characters)",

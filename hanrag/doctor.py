@@ -3,7 +3,9 @@
 Each problem comes with its fix. The checks are the mistakes the reference system
 made silently: an embedder that cuts chunks (max_seq_length below the chunk size in
 tokens, or above what the model can take), a model other than the one the index was
-built with, lexicons that do not exist, a reranker that cannot be loaded. The index itself
+built with, lexicons that do not exist, a reranker that cannot be loaded; for a local model (a
+sentence-transformers embedder, a cross-encoder) also its runtime's packages, its token positions against
+the configured length, and a tokenizer that does not know Korean, Chinese or English. The index itself
 is verified completely: the pointer, the manifest's own checksum, the fixed file set and every
 file's sha256 in the published snapshot and in each older one kept for rollback; then its contents as
 data, every element and record (:mod:`hanrag.index.integrity`, where opening for search reads the first and
@@ -131,7 +133,47 @@ def _snapshot_checks(index_dir: Path, current: Path, problems: list[Problem]) ->
             )
 
 
+def _model_checks(model: str, section: str, runtime: str, precision: str, length_key: str, length: int,
+                  who: str, problems: list[Problem]) -> bool:
+    """Checks of a local model (a sentence-transformers embedder or a cross-encoder) before it is loaded: its
+    runtime's packages, its token positions against the configured length, and whether its tokenizer knows
+    Korean, Chinese and English (more than a third of a sample sentence's tokens unknown: that language is
+    hardly read). False when loading it would only fail again."""
+    from hanrag.embed.runtime_convert import ModelRuntimeError, missing_package
+
+    if runtime != "torch" and (missing := missing_package(runtime, precision, convert=True)):
+        problems.append(Problem("error", f"{who}-runtime-missing", f"{section}.runtime = {runtime!r}: {missing}",
+                                f"install it, or set {section}.runtime = \"torch\""))
+        return False
+    try:
+        from hanrag.embed.runtime import coverage_warnings, model_positions
+
+        positions = model_positions(model, f"{section}.model")
+        weak = coverage_warnings(model, f"{section}.model")
+    except ModelRuntimeError as exc:
+        problems.append(Problem("error", f"{who}-unloadable", str(exc), f"fix {section}.model"))
+        return False
+    except Exception:  # not a transformers folder (a torch-only layout, a test double): loading reports it
+        return True
+    if positions and length > positions:
+        problems.append(Problem("error", f"{who}-length-over-positions",
+                                f"{section}.{length_key} = {length} is more than model {model!r} can take "
+                                f"({positions} token positions)", f"set {section}.{length_key} = {positions} or less"))
+        return False
+    if weak:
+        problems.append(Problem("warning", f"{who}-language-coverage",
+                                f"{section}.model = {model!r}: its tokenizer does not know {', '.join(weak)}; "
+                                "text in that language is barely read",
+                                "choose a multilingual model (docs/models.md)"))
+    return True
+
+
 def _embedder_checks(cfg: Config, manifest: dict[str, Any] | None, problems: list[Problem]) -> None:
+    e = cfg.embedder
+    if e.backend == "sentence-transformers" and not _model_checks(
+        e.model, "embedder", e.runtime, e.precision, "max_seq_length", e.max_seq_length, "embedder", problems
+    ):
+        return
     try:
         embedder = load_embedder(cfg.embedder)
     except EmbedderError as exc:
@@ -183,13 +225,22 @@ def _lexicon_checks(cfg: Config, problems: list[Problem]) -> None:
 
 
 def _rerank_checks(cfg: Config, problems: list[Problem]) -> None:
-    model = cfg.search.rerank.model
+    r = cfg.search.rerank
+    model = r.model
     if not model:
         return
+    if not _model_checks(model, "search.rerank", r.runtime, r.precision, "max_length", r.max_length, "reranker",
+                         problems):
+        return
     try:
-        from sentence_transformers import CrossEncoder  # lazy: torch, only when a reranker is configured
+        if r.runtime != "torch":  # converted into the machine cache on the first load (once)
+            from hanrag.embed.runtime import RuntimeCrossEncoder
 
-        CrossEncoder(model, device="cpu", max_length=cfg.search.rerank.max_length, local_files_only=True)
+            RuntimeCrossEncoder(model, r.max_length, runtime=r.runtime, precision=r.precision)
+        else:
+            from sentence_transformers import CrossEncoder  # lazy: torch, only when a reranker is configured
+
+            CrossEncoder(model, device="cpu", max_length=r.max_length, local_files_only=True)
     except Exception as exc:
         problems.append(
             Problem("error", "reranker-unloadable", f"search.rerank.model = {model!r} cannot be loaded: {exc}",

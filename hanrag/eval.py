@@ -28,11 +28,11 @@ import numpy as np
 from hanrag.backends.embedded import EmbeddedBackend
 from hanrag.config import Config
 from hanrag.embed.cache import build_embedder
-from hanrag.index.build import build_from_chunks
 from hanrag.index.cache import TokenCache, tokenize_cached
 from hanrag.index.snapshot import open_snapshot
 from hanrag.language import detect_lang
 from hanrag.lexicon import load_lexicons
+from hanrag.pipeline import build_from_chunks
 from hanrag.records import Chunk
 from hanrag.search.searcher import Searcher
 from hanrag.text import get_analyzer

@@ -193,6 +193,14 @@ class QueryPlan(_Record):
     # full), "glossary:<term>" (the corpus glosses the term with this form: 활성 프로브(liveness probe)),
     # "translation:<English word>"
     expansion_via: tuple[tuple[str, str], ...] = ()
+    # the cross-encoder stage as it ran (None without a reranker, or with nothing to rerank): ``reranked`` of the
+    # ``rerank_candidates`` at the head of the fused list (search.rerank.candidates, at least top_k) were scored, in
+    # ``rerank_ms`` under ``rerank_budget_ms`` (search.rerank.budget_ms, 0 = none); fewer than all when the budget
+    # ran out, and those keep their fused order below the reranked ones. The time is left out of plan equality
+    reranked: int | None = None
+    rerank_candidates: int | None = None
+    rerank_ms: float | None = field(default=None, compare=False)
+    rerank_budget_ms: int | None = None
 
 
 @dataclass(frozen=True)

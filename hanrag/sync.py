@@ -55,7 +55,6 @@ from typing import Any
 from hanrag.config import Config
 from hanrag.embed import Embedder
 from hanrag.fsutil import atomic_write_bytes
-from hanrag.index.documents_build import build_from_documents
 from hanrag.index.store import (  # noqa: F401 - IndexSourceError and check_index_source are re-exported
     CONFLUENCE_STATE_DIR,
     CONFLUENCE_STATE_FILES,
@@ -63,6 +62,7 @@ from hanrag.index.store import (  # noqa: F401 - IndexSourceError and check_inde
     check_index_source,
     index_source,
 )
+from hanrag.pipeline import build_from_documents
 from hanrag.records import Document, Finding
 from hanrag.sources.confluence import (
     PAGE_EXPAND,

@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 import hanrag
 from hanrag.bundled import LEXICON_DIR, PACKAGE_DIR, SAMPLE_CONFIG, SAMPLE_CORPUS
-from hanrag.cli import app, demo_index_dir
+from hanrag.cli import app
+from hanrag.cli.demo import demo_index_dir
 from hanrag.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,12 +81,12 @@ def test_data_files_ship_inside_the_package() -> None:
 
 def test_ctrl_c_in_demo_says_what_is_published(tmp_path: Path, monkeypatch) -> None:
     """`hanrag demo` builds too: Ctrl-C there says what is published and exits 130, as `hanrag build` does."""
-    import hanrag.index.build
+    import hanrag.pipeline
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(hanrag.index.build, "build_index", interrupted)
+    monkeypatch.setattr(hanrag.pipeline, "build_index", interrupted)
     corpus = tmp_path / "notes"
     corpus.mkdir()
     (corpus / "a.md").write_text("---\nsource: https://example.org/a\n---\n# 배포\n\n롤백 절차.\n", encoding="utf-8")

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from server_util import TEST_CONFIG, ThreadServer, free_port, write_corpus
 
 import hanrag
+from fixtures.server import TEST_CONFIG, ThreadServer, free_port, write_corpus
 from hanrag.config import load_config
 from hanrag.server import create_app
 from hanrag.server.discovery import SERVE_FILE, read_serve_file
@@ -57,7 +57,8 @@ RELAY_PROBE = """
 import json, sys
 from hanrag.server.client import relay_search
 out = relay_search(sys.argv[1:])
-heavy = ("typer", "click", "rich", "numpy", "hanrag.config", "hanrag.cli", "hanrag.records", "pydantic")
+heavy = ("typer", "click", "rich", "numpy", "hanrag.config", "hanrag.cli", "hanrag.commands", "hanrag.records",
+         "pydantic")
 print(json.dumps({"answered": out is not None, "loaded": [m for m in heavy if m in sys.modules]}))
 """
 
@@ -277,12 +278,29 @@ def test_a_stale_serve_file_is_ignored(en_index) -> None:
 
 
 def test_the_relay_client_knows_which_search_options_take_a_value() -> None:
-    from hanrag.cli import search_command
+    from hanrag.commands.search import search_command
     from hanrag.server.client import VALUE_OPTIONS
 
     takes_value = {opt for p in search_command().params if p.param_type_name == "option" and not p.is_flag
                    for opt in (*p.opts, *p.secondary_opts)}
     assert takes_value == VALUE_OPTIONS
+
+
+def test_the_server_parses_a_search_as_the_cli_does() -> None:
+    # the relay's command is built from the search function alone (hanrag.commands.search); `hanrag search` is
+    # the same function in the CLI's app: the same options, and none the CLI lacks (--install-completion)
+    import typer
+
+    from hanrag.cli import app
+    from hanrag.commands.search import search_command
+
+    group = typer.main.get_command(app)
+    in_cli = group.get_command(typer.Context(group), "search")
+
+    def options(command) -> list[tuple]:
+        return [(p.name, p.opts, p.secondary_opts, p.multiple, p.required, p.default) for p in command.params]
+
+    assert options(search_command()) == options(in_cli)
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -311,7 +329,7 @@ def test_the_relay_sends_search_settings_and_terminal_variables_but_no_secret() 
 
 def test_a_relayed_search_prints_what_the_command_prints_here_and_declines_what_is_not_the_servers(
         en_index, tmp_path) -> None:
-    from hanrag.cli import relayed_search
+    from hanrag.commands.search import relayed_search
     from hanrag.server.discovery import search_fingerprint
 
     index, config = en_index

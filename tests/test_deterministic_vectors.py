@@ -18,8 +18,8 @@ import pytest
 
 from hanrag.config import Config
 from hanrag.embed import load_embedder
-from hanrag.index.build import build_index
 from hanrag.index.snapshot import open_snapshot
+from hanrag.pipeline import build_index
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = "롤백은 kubectl rollout undo deployment/web 로 한다. Rollbacks keep the previous ReplicaSet."
@@ -102,10 +102,10 @@ DRIVER = textwrap.dedent(
     from pathlib import Path
     from hanrag.config import Config
     from hanrag.embed import load_embedder
-    from hanrag.index import build
+    from hanrag.pipeline import build_index, vectors
 
-    build.EMBED_CALL = 3  # several calls, a checkpoint after each: the kill comes after some vectors were kept
-    build.CHECKPOINT_EVERY = 1
+    vectors.EMBED_CALL = 3  # several calls, a checkpoint after each: the kill comes after some vectors were kept
+    vectors.CHECKPOINT_EVERY = 1
     cfg = Config()
     cfg.embedder.cache = False
     cfg.embedder.batch_size = 1
@@ -124,7 +124,7 @@ DRIVER = textwrap.dedent(
         count_tokens = staticmethod(real.count_tokens)
         identity = staticmethod(real.identity)
 
-    build.build_index(Path(sys.argv[1]), Path(sys.argv[2]), cfg, embedder=Killable(), progress=False)
+    build_index(Path(sys.argv[1]), Path(sys.argv[2]), cfg, embedder=Killable(), progress=False)
     print("DONE", flush=True)
     """
 )

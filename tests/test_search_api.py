@@ -32,7 +32,7 @@ def chunks() -> list[Chunk]:
 
 @pytest.fixture(scope="module")
 def index_dir(tmp_path_factory):
-    from hanrag.index.build import build_from_chunks
+    from hanrag.pipeline import build_from_chunks
 
     d = tmp_path_factory.mktemp("idx") / "index"
     build_from_chunks(chunks(), d, Config(), progress=False)
@@ -65,7 +65,7 @@ def test_filters_and_reload(idx, index_dir):
     hits = idx.search("restart kubernetes pod", top_k=2, filters=Filters(labels=("ops",), source_glob="*deploy*"))
     assert [h.chunk.chunk_id for h in hits] == ["c2"]
     assert idx.reload() is False
-    from hanrag.index.build import build_from_chunks
+    from hanrag.pipeline import build_from_chunks
 
     old = idx.searcher
     extra = Chunk(chunk_id="c9", doc_id="new.md", text="Certificate renewal runbook for nginx ingress.", start=0,

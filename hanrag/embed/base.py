@@ -48,7 +48,11 @@ def _file_fingerprint(path: Path, h: Any) -> None:
 
 
 # keys that must agree between an index and the embedder that queries it
-IDENTITY_KEYS = ("backend", "model", "revision", "dim", "query_prompt", "passage_prompt")
+IDENTITY_KEYS = ("backend", "model", "revision", "dim", "query_prompt", "passage_prompt", "runtime", "precision",
+                 "converter")
+# what a key missing from an identity means: identities written before these keys existed (and every backend
+# but a converted sentence-transformers model) ran on torch in fp32, unconverted
+IDENTITY_DEFAULTS = {"runtime": "torch", "precision": "fp32", "converter": ""}
 
 
 def identity_key(identity: dict[str, Any]) -> str:
@@ -61,6 +65,8 @@ def check_embedder(manifest: dict[str, Any], embedder: Embedder) -> None:
     """Refuse to search an index with another model than the one it was built with."""
     built = (manifest.get("embedder") or {}).get("identity") or {}
     now = embedder.identity()
+    built = {**IDENTITY_DEFAULTS, **built}
+    now = {**IDENTITY_DEFAULTS, **now}
     diffs = [k for k in IDENTITY_KEYS if built.get(k) != now.get(k)]
     if diffs:
         detail = ", ".join(f"{k}: index {built.get(k)!r} vs configured {now.get(k)!r}" for k in diffs)

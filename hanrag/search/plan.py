@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hanrag.config import Config, RuleConfig
@@ -150,6 +150,28 @@ class QueryPlanner:
         feats = self.features(plan.query, plan.lang, plan.hanja_ratio, plan.terms)
         rule = select_rule(self.rules, feats, weak_lexical, translated)
         return dataclasses.replace(plan, bm25_weight=rule.bm25, dense_weight=rule.dense, rule=rule.name)
+
+
+def promote_absent_terms(plan: QueryPlan, weights: Mapping[str, float], expansion_weight: float,
+                         absent: Callable[[str, QueryPlan], bool]) -> tuple[QueryPlan, Mapping[str, float]]:
+    """A domain term that occurs in no chunk (쿠버네티스 in a corpus that writes Kubernetes; ``absent`` asks the
+    index) can only match through its equivalents: they stand in for it at full weight instead of
+    ``expansion_weight``. A new plan and weights when a term is absent; else the ones given."""
+    ew = expansion_weight
+    if ew <= 0 or not plan.terms:
+        return plan, weights
+    gone = [term for term in plan.terms if absent(term, plan)]
+    if not gone:
+        return plan, weights
+    via = dict(plan.expansion_via)
+    weights = dict(weights)
+    for tok, src in via.items():
+        term = src.partition(":")[2]
+        if src.startswith("lexicon:") and term in gone and tok in weights and tok not in plan.tokens:
+            weights[tok] = min(1.0, weights[tok] / ew)  # a multi-word equivalent still shares one weight
+            via[tok] = f"lexicon:{term} (absent)"
+    expansions = tuple((t, weights.get(t, w)) for t, w in plan.expansions)
+    return dataclasses.replace(plan, expansions=expansions, expansion_via=tuple(via.items())), weights
 
 
 def _mode_weights(rule: RuleConfig, mode: str) -> tuple[float, float]:

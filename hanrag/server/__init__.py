@@ -2,7 +2,7 @@
 
 ``create_app(index_dir, cfg)`` gives the ASGI app; ``serve(...)`` runs it with uvicorn.
 Search requests run in the worker thread pool against the open :class:`hanrag.api.Index`;
-``POST /index/rebuild`` runs :func:`hanrag.index.build.build_index` (or, with
+``POST /index/rebuild`` runs :func:`hanrag.pipeline.build_index` (or, with
 ``{"source": "confluence"}``, :func:`hanrag.sync.sync_confluence`; an index folder holds one
 of the two sources and the other is refused with 409) in a background thread,
 which publishes a new snapshot atomically, then swaps the open index to it with

@@ -170,7 +170,7 @@ def _load(app: FastAPI, ctx: AppContext, index: Any | None, on_ready: Callable[[
     try:
         index = index if index is not None else hanrag.open(ctx.index_dir, config=ctx.cfg)
         took = warm_index(index)
-        from hanrag.cli import search_command
+        from hanrag.commands.search import search_command
 
         search_command()  # what a relayed `hanrag search` runs: loaded before ready, like the rest
         app.state.index = index
@@ -293,7 +293,7 @@ def _add_search_route(app: FastAPI, ctx: AppContext, auth: list[Any]) -> None:
     def cli_search(body: CliSearchIn) -> dict[str, Any]:
         """``hanrag search`` relayed by the CLI: the text it prints; 409 when the CLI must run it itself (another
         index or other settings than this server's, or an error it reports in its own words)."""
-        from hanrag.cli import relayed_search
+        from hanrag.commands.search import relayed_search
 
         index = _index(app)
         try:
@@ -364,7 +364,7 @@ def _rebuild_work(app: FastAPI, ctx: AppContext, body: RebuildIn) -> Callable[[C
     cfg, index_dir, corpus_root = ctx.cfg, ctx.index_dir, ctx.corpus_root
 
     def rebuild_files(progress: Callable[[str], None]) -> tuple[Any, bool]:
-        from hanrag.index.build import build_index
+        from hanrag.pipeline import build_index
 
         if not corpus_root.is_dir():
             raise FileNotFoundError(f"corpus root {corpus_root} is not a folder")

@@ -4,10 +4,11 @@
 on the command line holds a ``serve.json`` of a live loopback server (:mod:`hanrag.server.discovery`) and
 this client holds the key it needs (or none is needed), the command line goes to ``POST /cli/search``
 with the working folder, the ``HANRAG_<SECTION>__…`` variables that shape a search and what the terminal
-is like. The server parses it with the CLI's own ``search`` command, loads the config as this process would
-(same folder, same variables), answers only when that config gives the server's search settings, and sends
-back the text the command prints (:func:`hanrag.cli.relayed_search`). Anything else (no server, a refused
-connection, a timeout, settings that differ, an error to report) returns None and the full CLI runs here,
+is like. The server parses it with the CLI's own ``search`` command (:mod:`hanrag.commands.search`), loads
+the config as this process would (same folder, same variables), answers only when that config gives the
+server's search settings, and sends back the text the command prints
+(:func:`hanrag.commands.search.relayed_search`). Anything else (no server, a refused connection, a timeout,
+settings that differ, an error to report) returns None and the full CLI runs here,
 which gives the same output, or the same error, itself.
 
 Standard library only, and little of it: this is the whole cost of a search a server answers (typer, rich,

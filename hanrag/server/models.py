@@ -107,6 +107,17 @@ class PlanOut(BaseModel):
     lexical_evidence: float | None = Field(
         default=None, description="best chunk's BM25 (any script) / the query's BM25 ceiling (hybrid; null when unused)"
     )
+    reranked: int | None = Field(
+        default=None, description="hits the cross-encoder scored (null without a reranker); below rerank_candidates "
+                                  "when search.rerank.budget_ms ran out, the rest keeping their fused order below"
+    )
+    rerank_candidates: int | None = Field(
+        default=None, description="the fused head given to the reranker (search.rerank.candidates, at least top_k)"
+    )
+    rerank_ms: float | None = Field(default=None, description="milliseconds the rerank stage took")
+    rerank_budget_ms: int | None = Field(
+        default=None, description="search.rerank.budget_ms the stage ran under (0 = no budget)"
+    )
 
 
 class SearchOut(BaseModel):

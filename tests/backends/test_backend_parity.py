@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fixtures.milvus_server import MilvusServer, find_milvus_binary
 from hanrag.backends.embedded import EmbeddedBackend
 from hanrag.backends.memory import MemoryBackend
 from hanrag.config import Config
 from hanrag.index.sparse import METHODS
 from hanrag.records import Chunk, Filters
 from tests.backends.test_milvus import assert_same_ranking, milvus_cfg, query_weights
-from tests.milvus_server import MilvusServer, find_milvus_binary
 
 TEXTS = [
     ("runbooks/pods.md", "en", 0, ("ops",),
@@ -86,7 +86,7 @@ def embedder():
 @pytest.fixture(scope="module")
 def built(embedder, tmp_path_factory) -> dict[str, Path]:
     """method -> an embedded index of the corpus built with that BM25 method."""
-    from hanrag.index.build import build_from_chunks
+    from hanrag.pipeline import build_from_chunks
 
     out = {}
     for method in METHODS:

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fixtures.milvus_server import MilvusServer, find_milvus_binary, free_port
 from hanrag.config import Config
 from hanrag.records import Chunk, Filters
-from tests.milvus_server import MilvusServer, find_milvus_binary, free_port
 
 pytestmark = pytest.mark.skipif(find_milvus_binary() is None, reason="milvus-lite 2.5.1 server binary not installed")
 
@@ -151,7 +151,7 @@ def embedder():
 
 
 def build(index_dir: Path, chunks: list[Chunk], embedder) -> None:
-    from hanrag.index.build import build_from_chunks
+    from hanrag.pipeline import build_from_chunks
 
     build_from_chunks(chunks, index_dir, Config(), embedder=embedder, progress=False)
 

@@ -13,50 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from fixtures.hostile import BAD_VALUES
 from hanrag.cli import app
 from hanrag.config import CHECKS, Config, ConfigError, env_overrides, from_dict, load_config
 
 runner = CliRunner()
-
-# item 8, each value as the issue lists it (and the neighbours the brief names)
-BAD_VALUES = [
-    ("search", "rrf_k", math.nan),
-    ("search", "rrf_k", 0.0),
-    ("search", "rrf_k", -1.0),
-    ("search", "diversity_factors", [-1.0]),
-    ("search", "diversity_factors", [1.0, 0.0]),
-    ("search", "diversity_factors", [1.5]),
-    ("search", "diversity_factors", [math.inf]),
-    ("bm25", "method", "bogus"),
-    ("bm25", "k1", math.nan),
-    ("bm25", "k1", math.inf),
-    ("bm25", "k1", -0.5),
-    ("bm25", "b", 1.5),
-    ("bm25", "b", -math.inf),
-    ("search", "xling_calibration", "bogus"),
-    ("search", "fusion", "bogus"),
-    ("search", "candidates", -3),
-    ("search", "xling_min_evidence", math.nan),
-    ("search", "xling_translate_weight", -1.0),
-    ("corpus", "max_file_bytes", -1),
-    ("corpus", "max_file_bytes", 0),
-    ("server", "port", 99999),
-    ("server", "port", 0),
-    ("server", "max_top_k", -5),
-    ("server", "max_top_k", 0),
-    ("index", "keep_snapshots", 0),
-    ("index", "dedup_threshold", 7.0),
-    ("index", "dedup_threshold", 0.0),
-    ("embedder", "batch_size", 0),
-    ("embedder", "max_seq_length", -1),
-    ("embedder", "dtype", "int8"),
-    ("embedder", "backend", "bogus"),
-    ("lexicon", "expansion_weight", math.nan),
-    ("milvus", "timeout_s", 0.0),
-    ("milvus", "consistency_level", "Whenever"),
-    ("confluence", "timeout_s", math.nan),
-    ("corpus", "default_tier", -2),
-]
 
 
 @pytest.mark.parametrize(("section", "key", "value"), BAD_VALUES)

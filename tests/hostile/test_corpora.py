@@ -15,25 +15,20 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fixtures.hostile import LAUGHS, SOURCE, nested_ref_spec
+from fixtures.pdf import write_pdf
 from hanrag.chunking import MAX_CHUNKS_PER_DOC, chunk_corpus, chunk_document
 from hanrag.config import Config
 from hanrag.front_matter import FRONT_MATTER_MAX_NODES, YAML_MAX_DEPTH, YamlLimitError, load_yaml
 from hanrag.index import dedup
-from hanrag.index.build import find_duplicates
 from hanrag.index.dedup import mark_duplicates, normalise, shingles
+from hanrag.pipeline import find_duplicates
 from hanrag.records import Chunk, Document
 from hanrag.sources import openapi as openapi_mod
 from hanrag.sources import read_corpus
 from hanrag.sources.document import decode_bytes
 from hanrag.sources.files import MAX_FOLDER_DEPTH
 from hanrag.validate import LONG_LINE, LONG_TOKEN, lint_document, prepare_corpus
-from tests.pdf_util import write_pdf
-
-SOURCE = "출처: https://example.org/doc\n"
-# nine levels of nine-fold aliases: ~600 bytes that expand to 9^9 (387 million) strings
-LAUGHS = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
-    f"{c}: &{c} [{','.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
-)
 
 
 def _codes(findings, path: str) -> set[str]:
@@ -147,23 +142,10 @@ def test_yaml_loader_counts_aliases_at_their_expanded_size_and_bounds_nesting() 
     assert load_yaml(text) == yaml.safe_load(text)
 
 
-def _nested_ref_spec(levels: int = 8, width: int = 15, paths: int = 20) -> dict:
-    schemas = {}
-    for lvl in range(levels):
-        nxt = {"$ref": f"#/components/schemas/S{lvl + 1}"} if lvl + 1 < levels else {"type": "string"}
-        schemas[f"S{lvl}"] = {"type": "object", "properties": {f"f{j}": nxt for j in range(width)}}
-    ok = {"200": {"description": "ok",
-                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/S0"}}}}}
-    return {"openapi": "3.0.0", "info": {"title": "refs", "version": "1"},
-            "servers": [{"url": "https://api.example.org"}],
-            "paths": {f"/p{i}": {"get": {"responses": ok}} for i in range(paths)},
-            "components": {"schemas": schemas}}
-
-
 def test_nested_non_cyclic_refs_are_cut_at_a_budget_with_a_finding(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    raw = json.dumps(_nested_ref_spec())
+    raw = json.dumps(nested_ref_spec())
     assert len(raw) < 15_000
     (corpus / "api.json").write_text(raw)
     prepared = prepare_corpus(corpus, Config())

@@ -24,34 +24,20 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 import hanrag
-from hanrag.cli import _render_hits, app, demo_corpus, relayed_search, render_corpus_summary
+from fixtures.hostile import DOCS
+from fixtures.server import TEST_CONFIG, ThreadServer, build_test_index, free_port
+from hanrag.cli import app
+from hanrag.cli.demo import demo_corpus, render_corpus_summary
+from hanrag.commands.search import relayed_search, render_hits
 from hanrag.config import MAX_CONFIG_BYTES, ConfigError, from_dict, load_config
 from hanrag.doctor import diagnose
 from hanrag.records import Filters
 from hanrag.server import create_app
 from hanrag.server.discovery import search_fingerprint
 from hanrag.server.edge import uvicorn_config
-from tests.server_util import CORPUS, TEST_CONFIG, ThreadServer, build_test_index, free_port
 
 runner = CliRunner()
 OSC8 = "\x1b]8;"  # the terminal escape that opens a hyperlink
-MARKUP_DOC = """---
-title: Zebracorn [/] rollback [bold]notes
-source: https://example.org/zebracorn
----
-# Zebracorn [/] rollback
-
-\x1b]8;;https://evil.example\x1b\\Esc link\x1b]8;;\x1b\\: zebracorn closes [/] a tag,
-[link=https://evil.example]click here[/link].
-"""
-NAME_DOC = """---
-source: https://example.org/zebracorn-name
----
-# Zebracorn quarantine
-
-The zebracorn quarantine note, found by its name.
-"""
-DOCS = {**CORPUS, "1. 자료/zebracorn.md": MARKUP_DOC, "1. 자료/[link=https:__evil.example]x[_link].md": NAME_DOC}
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +64,8 @@ def assert_one_line_error(result, *words: str) -> None:
 
 def test_search_prints_markup_in_documents_and_file_names_as_text(built: dict, monkeypatch: pytest.MonkeyPatch
                                                                    ) -> None:
-    monkeypatch.setattr("hanrag.cli.console", Console(width=400))  # wide: each cell on one line
+    # the console the search command renders on (hanrag search, as the CLI and the relay run it)
+    monkeypatch.setattr("hanrag.commands.search.console", Console(width=400))  # wide: each cell on one line
     result = cli("search", str(built["index_dir"]), "zebracorn", "-c", str(built["config_path"]), "--explain")
     assert result.exit_code == 0, result.output  # was: MarkupError, exit 1
     assert "closes [/] a tag, [link=https://evil.example]click here[/link]" in result.output
@@ -90,7 +77,7 @@ def test_no_planted_links_or_escapes_on_a_colour_terminal(built: dict) -> None:
     res = built["index"].search_result("zebracorn", top_k=5, explain=True)
     assert {h.chunk.doc_id for h in res.hits} >= {"1. 자료/zebracorn.md", *[d for d in DOCS if "[link" in d]}
     buf = io.StringIO()
-    _render_hits(res.plan, res.hits, True, Console(file=buf, force_terminal=True, color_system="truecolor", width=900))
+    render_hits(res.plan, res.hits, True, Console(file=buf, force_terminal=True, color_system="truecolor", width=900))
     out = buf.getvalue()
     assert OSC8 not in out and "\x1b]" not in out  # no hyperlink, from markup or from an escape in the text
     assert "click here[/link]" in out and "\ufffd]8;;https://evil.example\ufffd\\Esc link" in out
@@ -106,7 +93,7 @@ def test_relayed_search_renders_the_same_text_without_links(built: dict) -> None
     assert OSC8 not in out
 
 
-def test_file_names_with_markup_in_the_corpus_summary(tmp_path: Path) -> None:
+def test_file_names_with_markup_in_the_corpus_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "x[").mkdir()  # the folder and the file name make the doc_id "x[/]y.md"
@@ -115,13 +102,8 @@ def test_file_names_with_markup_in_the_corpus_summary(tmp_path: Path) -> None:
     _, _, summary = demo_corpus(corpus, load_config(None, env=False))
     assert summary["excluded"], summary
     buf = io.StringIO()
-    import hanrag.cli as cli_module
-
-    console, cli_module.console = cli_module.console, Console(file=buf, force_terminal=True, width=300)
-    try:
-        render_corpus_summary(summary)  # was: MarkupError on "[/]"
-    finally:
-        cli_module.console = console
+    monkeypatch.setattr("hanrag.cli.demo.console", Console(file=buf, force_terminal=True, width=300))
+    render_corpus_summary(summary)  # was: MarkupError on "[/]"
     assert "x[/]y [link=https:__evil.example]z.md" in buf.getvalue() and OSC8 not in buf.getvalue()
 
 

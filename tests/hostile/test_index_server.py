@@ -10,46 +10,22 @@ from pathlib import Path
 
 import httpx
 import jsonschema
-import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 import hanrag
+from fixtures.server import ThreadServer, build_test_index
+from fixtures.tamper import copy_index, make_chunks, reverse_embeddings, rewrite_manifest
 from hanrag.cli import app
 from hanrag.config import Config, load_config
 from hanrag.doctor import diagnose
 from hanrag.index import store
-from hanrag.index.build import build_from_chunks, build_index
 from hanrag.index.snapshot import open_snapshot
-from hanrag.records import Chunk
+from hanrag.pipeline import build_from_chunks, build_index
 from hanrag.server import ServerError, check_bind, create_app
-from tests.server_util import ThreadServer, build_test_index
 
 KEY = "hostile-test-key"
-TEXTS = [
-    ("a", "ko", "쿠버네티스 파드가 재시작을 반복하면 로그를 먼저 확인한다.", 0),
-    ("a", "ko", "배포 롤백은 kubectl rollout undo 명령으로 한다.", 0),
-    ("b", "zh", "甲木为阳木，象征参天大树。", 1),
-    ("c", "en", "JWT tokens carry signed claims about the user.", 2),
-]
 runner = CliRunner()
-
-
-def make_chunks() -> list[Chunk]:
-    return [
-        Chunk(
-            chunk_id=f"{doc}-{i}",
-            doc_id=doc,
-            text=t,
-            start=0,
-            end=len(t),
-            source=f"https://x/{doc}",
-            path=f"{doc}.md",
-            lang=lang,
-            tier=tier,
-        )
-        for i, (doc, lang, t, tier) in enumerate(TEXTS)
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -57,27 +33,6 @@ def small_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     index = tmp_path_factory.mktemp("hostile") / "index"
     build_from_chunks(make_chunks(), index, Config(), progress=False)
     return index
-
-
-def copy_index(src: Path, dst: Path) -> tuple[Path, Path]:
-    shutil.copytree(src, dst)
-    return dst, store.current_snapshot_dir(dst)
-
-
-def rewrite_manifest(snap: Path, change) -> None:
-    """Edit the manifest and re-sign it (its own checksum and CURRENT's): only the file set can catch it."""
-    path = snap / store.MANIFEST
-    m = json.loads(path.read_text(encoding="utf-8"))
-    change(m)
-    m[store.MANIFEST_SUM] = store.manifest_digest(m)
-    path.write_text(json.dumps(m), encoding="utf-8")
-    index = snap.parent.parent
-    (index / store.POINTER).write_text(f"{snap.name}\n{store.POINTER_SUM} {store.sha256_file(path)}\n")
-
-
-def reverse_embeddings(snap: Path) -> None:
-    emb = np.load(snap / "embeddings.npy")
-    np.save(snap / "embeddings.npy", np.ascontiguousarray(emb[::-1]), allow_pickle=False)
 
 
 def cli(*args: str):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.hostile import CP949_NAME
 from hanrag.config import Config
 from hanrag.sources.document import display_name
 from hanrag.sources.files import read_corpus
@@ -19,7 +20,6 @@ from hanrag.sources.files import read_corpus
 ROOT = Path(__file__).resolve().parents[2]
 HANRAG = [sys.executable, "-m", "hanrag.cli"]
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", COLUMNS="200", PYTHONPATH=str(ROOT))
-CP949_NAME = "한글문서.md".encode("cp949")
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -11,8 +11,8 @@ import pytest
 from hanrag.backends.embedded import EmbeddedBackend
 from hanrag.config import Config
 from hanrag.index import dense, store
-from hanrag.index.build import build_from_chunks
 from hanrag.index.snapshot import open_snapshot
+from hanrag.pipeline import build_from_chunks
 from hanrag.records import Chunk, Filters
 
 N, DIM = 3000, 32

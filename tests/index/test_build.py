@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fixtures.tiny_models import make_tiny_bert
 from hanrag.config import Config
 from hanrag.embed import EmbedderMismatchError, SentenceTransformerEmbedder, check_embedder, load_embedder
 from hanrag.index import store
-from hanrag.index.build import build_from_chunks, build_index
 from hanrag.index.snapshot import open_snapshot
+from hanrag.pipeline import build_from_chunks, build_index
 from hanrag.records import Chunk
-from tests.tiny_models import make_tiny_bert
 
 DOCS = {
     "k8s.md": (
@@ -162,7 +162,8 @@ DRIVER = textwrap.dedent(
     from pathlib import Path
     from hanrag.config import Config
     from hanrag.embed import load_embedder
-    from hanrag.index import build, store
+    from hanrag.index import store
+    from hanrag.pipeline import build_index
 
     stage = sys.argv[3]
     real = load_embedder(Config().embedder)
@@ -189,7 +190,7 @@ DRIVER = textwrap.dedent(
             print("AT before-pointer", flush=True); time.sleep(30)
         return orig_write(path, data)
     store.atomic_write_bytes = write
-    build.build_index(Path(sys.argv[1]), Path(sys.argv[2]), Config(), embedder=Slow(), progress=False)
+    build_index(Path(sys.argv[1]), Path(sys.argv[2]), Config(), embedder=Slow(), progress=False)
     print("DONE", flush=True)
     """
 )
@@ -287,7 +288,7 @@ def test_doctor_reports_problems_with_fixes(tmp_path):
 
 def test_the_build_hands_the_embedder_many_texts_a_call(tmp_path):
     """EMBED_CALL texts a call (not embedder.batch_size): a padding backend sorts them by length before batching."""
-    from hanrag.index.build import EMBED_CALL
+    from hanrag.pipeline.vectors import EMBED_CALL
 
     cfg = Config()
     cfg.embedder.cache = False

@@ -25,9 +25,10 @@ from hanrag.config import Config
 from hanrag.embed import load_embedder
 from hanrag.embed.cache import CachingEmbedder
 from hanrag.index import store
-from hanrag.index.build import EMBED_CALL, build_from_chunks
 from hanrag.index.cache import CACHE_DIR, EmbeddingCache
 from hanrag.index.snapshot import open_snapshot
+from hanrag.pipeline import build_from_chunks
+from hanrag.pipeline.vectors import EMBED_CALL
 from hanrag.records import Chunk
 
 ROOT = Path(__file__).resolve().parents[2]

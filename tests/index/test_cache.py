@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 
-from hanrag.index import build
 from hanrag.index.cache import EmbeddingCache
+from hanrag.pipeline import vectors
 from hanrag.records import Chunk
 
 IDENT = {"model": "test", "dim": 4}
@@ -126,12 +126,12 @@ def test_embedding_checkpoints_are_geometric_and_a_rerun_embeds_nothing(tmp_path
                     lang="en", section=0) for i in range(5000)]
     emb = CountingEmbedder()
     quiet = lambda name, total: lambda n: None  # noqa: E731
-    build._embed(chunks, emb, tmp_path, 16, quiet, tmp_path / "a.npy", np.float32)
+    vectors.embed_chunks(chunks, emb, tmp_path, 16, quiet, tmp_path / "a.npy", np.float32)
     assert emb.seen == 5000
     # 256, then a quarter of what is saved each time: a few checkpoints, not 5000 / 256
     assert 5 <= len(saves) <= 12, saves
     emb2 = CountingEmbedder()
-    out = build._embed(chunks, emb2, tmp_path, 16, quiet, tmp_path / "b.npy", np.float16)
+    out = vectors.embed_chunks(chunks, emb2, tmp_path, 16, quiet, tmp_path / "b.npy", np.float16)
     assert emb2.seen == 0 and out.embedded == 0 and out.tokens[7] == len("text 7")
     first, again = np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy")
     assert first.shape == again.shape == (5000, 4) and again.dtype == np.float16
@@ -195,7 +195,7 @@ def test_saved_segments_are_memory_mapped_and_rows_are_taken_across_blocks(tmp_p
 def test_npy_rows_reads_slices_like_the_array(tmp_path):
     x = np.arange(70 * 4, dtype=np.float16).reshape(70, 4)
     np.save(tmp_path / "m.npy", x)
-    rows = build._NpyRows(tmp_path / "m.npy")
+    rows = vectors.NpyRows(tmp_path / "m.npy")
     assert rows.shape == (70, 4) and rows.ndim == 2
     for s in (slice(0, 10), slice(65, 200), slice(70, 80), slice(3, 4)):
         np.testing.assert_array_equal(rows[s], x[s])

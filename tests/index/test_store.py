@@ -11,9 +11,9 @@ from hanrag.backends.embedded import EmbeddedBackend
 from hanrag.config import Config
 from hanrag.embed import load_embedder
 from hanrag.index import store
-from hanrag.index.build import build_from_chunks
 from hanrag.index.dense import top_k
 from hanrag.index.snapshot import open_snapshot
+from hanrag.pipeline import build_from_chunks
 from hanrag.records import Chunk, Filters
 
 TEXTS = [

@@ -1,22 +1,17 @@
-"""Fixtures for the framework adapters: one small built index (tests/server_util.py's corpus), opened once."""
+"""Fixtures for the framework adapters: one small built index (fixtures/server.py's corpus), opened once."""
 
 from __future__ import annotations
 
 import inspect
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-# server_util lives one folder up; pytest puts only this test folder on sys.path
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 # Haystack reports pipeline runs to its telemetry service unless told not to; the tests run offline
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from server_util import build_test_index
-
 import hanrag
+from fixtures.server import build_test_index
 
 
 @pytest.fixture(scope="session")

@@ -18,9 +18,9 @@ pytest.importorskip("mcp.server.mcpserver", reason="needs the mcp extra: pip ins
 
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
-from server_util import NEW_DOC, build_test_index, free_port
 
 import hanrag
+from fixtures.server import NEW_DOC, build_test_index, free_port
 from hanrag.integrations.mcp import MCP_PATH, create_server, http_app
 
 HANRAG = str(Path(sys.executable).with_name("hanrag"))  # the console script of this environment

@@ -139,7 +139,7 @@ def test_fill_missing_off_leaves_unknown(parts, embedder):
 
 
 def test_rerank_stage_with_tiny_cross_encoder(parts, embedder, tmp_path):
-    from tests.tiny_models import make_tiny_bert
+    from fixtures.tiny_models import make_tiny_bert
 
     path = make_tiny_bert(tmp_path / "ce", cross_encoder=True)
     cfg = Config()
@@ -160,7 +160,7 @@ def test_hybrid_runs_the_dense_side_beside_bm25_and_fails_cleanly(parts, embedde
     import threading
 
     s = make(parts, embedder)
-    monkeypatch.setattr("hanrag.search.searcher.PARALLEL_MIN_ROWS", 1)  # the parallel path on a tiny index
+    monkeypatch.setattr("hanrag.search.retrieve.PARALLEL_MIN_ROWS", 1)  # the parallel path on a tiny index
     seen = {}
     real_dense, real_sparse = s.backend.dense_search, s.backend.sparse_search
 

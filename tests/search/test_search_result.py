@@ -41,7 +41,7 @@ def chunks() -> list[Chunk]:
 
 @pytest.fixture(scope="module")
 def idx(tmp_path_factory):
-    from hanrag.index.build import build_from_chunks
+    from hanrag.pipeline import build_from_chunks
 
     d = tmp_path_factory.mktemp("idx") / "index"
     build_from_chunks(chunks(), d, Config(), progress=False)

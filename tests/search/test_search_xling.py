@@ -6,7 +6,7 @@ import pytest
 
 from hanrag.config import Config
 from hanrag.records import Filters
-from hanrag.search.searcher import _with_lang
+from hanrag.search.widen import with_lang
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +35,10 @@ def test_translate_query_maps_content_words(analyzer):
 
 
 def test_with_lang_keeps_other_filters():
-    f = _with_lang(Filters(tier=(1,), source_glob="a*"), "zh")
+    f = with_lang(Filters(tier=(1,), source_glob="a*"), "zh")
     assert f.lang == ("zh",) and f.tier == (1,) and f.source_glob == "a*"
-    assert _with_lang(Filters(lang=("ko",)), "zh").lang == ("__none__",)
-    assert _with_lang(None, "en") == Filters(lang=("en",))
+    assert with_lang(Filters(lang=("ko",)), "zh").lang == ("__none__",)
+    assert with_lang(None, "en") == Filters(lang=("en",))
 
 
 def _offensive_headwords() -> set[str]:

@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from server_util import write_corpus
 
 import hanrag
+from fixtures.server import write_corpus
 from hanrag.config import Config
 
 pytestmark = pytest.mark.slow

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from browser_util import BROWSER_MARKS, MISSING
-from server_util import ThreadServer, build_test_index
 
+from fixtures.server import ThreadServer, build_test_index
 from hanrag.server import create_app
 
 pytestmark = BROWSER_MARKS

@@ -10,8 +10,8 @@ from urllib.parse import quote
 
 import pytest
 from browser_util import BROWSER_MARKS
-from server_util import ThreadServer, build_test_index
 
+from fixtures.server import ThreadServer, build_test_index
 from hanrag.server import create_app
 
 pytestmark = BROWSER_MARKS

@@ -20,9 +20,9 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from server_util import NEW_DOC, SearchHammer, ThreadServer, build_test_index
 
 import hanrag
+from fixtures.server import NEW_DOC, SearchHammer, ThreadServer, build_test_index
 from hanrag.config import load_config
 from hanrag.server import ServerError, check_bind, create_app, highlights, is_loopback
 
@@ -438,10 +438,10 @@ def test_rebuild_hot_swap(built: dict, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_confluence_sync_through_rebuild(built: dict, tmp_path: Path) -> None:
     """POST /index/rebuild {"source": "confluence"} syncs from a real Confluence-compatible server, hot-swapped."""
-    from hanrag.index.build import build_index
+    from fixtures.confluence_server import TOKEN, USER, FakePage, ServerThread, make_store
+    from fixtures.confluence_server import create_app as confluence_app
+    from hanrag.pipeline import build_index
     from hanrag.sync import IndexSourceError, sync_confluence
-    from tests.confluence_server import TOKEN, USER, FakePage, ServerThread, make_store
-    from tests.confluence_server import create_app as confluence_app
 
     store = make_store(bulk=4)
     with ServerThread(confluence_app(store)) as wiki:

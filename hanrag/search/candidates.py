@@ -1,0 +1,86 @@
+"""The records the search stages hand on, each frozen: a stage reads its input and builds a new record.
+
+One search runs (:class:`hanrag.search.searcher.Searcher`)::
+
+    Request -> Planned (plan) -> Candidates (retrieve, :mod:`hanrag.search.retrieve`)
+            -> Candidates (widen: more candidates, a new plan; :mod:`hanrag.search.widen`)
+            -> Fused (fuse, :mod:`hanrag.search.fusion`)
+            -> Ranking (rerank, then diversity; :mod:`hanrag.search.ranking`) -> hits (:mod:`hanrag.search.hits`)
+
+A record's mappings are read-only views of copies made when the record is built, its id lists are tuples and its
+arrays are read-only views, so no stage can change a record another stage (or a caller such as
+``benchmarks/fit.py``) still holds: a stage that changes the candidate set returns a new :class:`Candidates`
+(``dataclasses.replace``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+from hanrag.records import Chunk, Filters, QueryPlan
+
+
+def frozen_map(values: Mapping) -> Mapping:
+    """A read-only view of a copy of ``values`` (same order)."""
+    return MappingProxyType(dict(values))
+
+
+def read_only(arr: np.ndarray | None) -> np.ndarray | None:
+    """A read-only view of ``arr`` (the array itself stays writable for whoever owns it); None stays None."""
+    if arr is None:
+        return None
+    view = np.asarray(arr).view()
+    view.flags.writeable = False
+    return view
+
+
+@dataclass(frozen=True)
+class Request:
+    """One search as asked: what the stages after planning read and none of them changes."""
+
+    query: str
+    top_k: int
+    mode: str
+    filters: Filters | None
+    qvec: np.ndarray | None  # a query vector given by the caller (benchmarks' cached vectors); None: embed the query
+    k: int  # how many candidates each retriever draws (fusion and, when on, the reranker)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "qvec", read_only(self.qvec))
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The plan stage's output: the plan and the weighted BM25 query (token -> weight, expansions included)."""
+
+    plan: QueryPlan
+    weights: Mapping[str, float]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "weights", frozen_map(self.weights))
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """One search's candidates: the union of the BM25 and dense lists with their chunks, the plan and the BM25
+    query they were drawn with. Made by retrieval; the cross-lingual stage (:mod:`hanrag.search.widen`) returns
+    new ones when it widens the BM25 query, re-plans or draws per-language dense pools."""
+
+    plan: QueryPlan
+    weights: Mapping[str, float]  # the BM25 query: token -> weight, expansions included
+    qvec: np.ndarray | None  # the query vector (None when no dense side ran and none was given)
+    bm25: Mapping[str, float]  # chunk id -> BM25 score, best first
+    dense: Mapping[str, float]  # chunk id -> cosine, best first (per-language pools appended)
+    ids: tuple[str, ...]  # the candidates: BM25's then dense's, first seen first
+    chunks: Mapping[str, Chunk]  # every candidate's chunk
+    offsets: Mapping[str, float] = field(default_factory=dict)  # per-language dense offsets (cross-lingual centring)
+
+    def __post_init__(self) -> None:
+        for name in ("weights", "bm25", "dense", "chunks", "offsets"):
+            object.__setattr__(self, name, frozen_map(getattr(self, name)))
+        object.__setattr__(self, "ids", tuple(self.ids))
+        object.__setattr__(self, "qvec", read_only(self.qvec))

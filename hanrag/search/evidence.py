@@ -1,0 +1,97 @@
+"""What the index says about a query: its BM25 ceiling, its lexical evidence, its dense background.
+
+Read by the stages that decide from the index rather than from the query text: the plan stage (a term no chunk
+holds), the cross-lingual stage (weak lexical evidence: :mod:`hanrag.search.widen`), fusion (the ceiling and the
+dense background) and the ranker's features. Nothing here changes a record; the manifest's mean vectors are read
+once (a searcher serves one snapshot: a reload makes a new one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from hanrag.backends.base import IndexBackend
+from hanrag.records import Chunk, QueryPlan
+
+
+class Evidence:
+    """The index-side measures of a query over one backend (the analyzer tokenises a plan's terms)."""
+
+    def __init__(self, backend: IndexBackend, analyzer) -> None:
+        self.backend = backend
+        self.analyzer = analyzer
+        self._dense_mean: np.ndarray | None = None
+        self._lang_means: dict[str, np.ndarray] = {}
+
+    def term_tokens(self, term: str, plan: QueryPlan) -> list[str]:
+        return [t for t in self.analyzer.analyze(term, plan.lang).tokens if t in plan.tokens] or [term]
+
+    def absent(self, term: str, plan: QueryPlan) -> bool:
+        """No chunk holds any of the term's own tokens (filters aside: absence is a property of the index)."""
+        return all(not self.backend.sparse_search({t: 1.0}, 1) for t in self.term_tokens(term, plan))
+
+    def query_ceiling(self, plan: QueryPlan, weights: Mapping[str, float]) -> float:
+        """The BM25 score of a chunk holding every own token of the query and every stand-in for an absent term."""
+        absent = {via[len("lexicon:"):-len(" (absent)")] for _, via in plan.expansion_via if via.endswith("(absent)")}
+        full = {t for t, via in plan.expansion_via if via.endswith("(absent)")}
+        # an absent term's own tokens give way to their stand-ins (never both: the ceiling would count it twice)
+        gone = {t for term in absent for t in self.term_tokens(term, plan)}
+        query = {t: weights[t] for t in weights if (t in plan.tokens and t not in gone) or t in full} or weights
+        return self.backend.sparse_ceiling(query)
+
+    def lexical_evidence(self, plan: QueryPlan, weights: Mapping[str, float], bm25: Mapping[str, float],
+                         chunks: Mapping[str, Chunk], lang: str | None = None, ceiling: float | None = None) -> float:
+        """How much of the query the best chunk matches lexically: its BM25 score over the query's ceiling
+        (:meth:`IndexBackend.sparse_ceiling`), 0 without any match.
+
+        Any chunk, in any script (``lang`` None): a Korean query that matches a Hanja passage through its
+        readings (갑목 = 甲木) or an English runbook through the lexicon has lexical evidence — this decides
+        the weights. With ``lang``, only chunks in that language: weak same-language evidence is what lets
+        other languages compete (per-language dense pools, translations). A ratio, not a raw score: BM25
+        grows with idf, i.e. with corpus size. The ceiling holds the query's own tokens and the equivalents
+        standing in for absent terms (full weight); other expansions count in the score only, so an
+        expansion match adds evidence but its absence costs none. ``ceiling``: :meth:`query_ceiling` when
+        the caller has it already.
+        """
+        scores = [s for cid, s in bm25.items() if lang is None or chunks[cid].lang == lang]
+        if not scores:
+            return 0.0
+        if ceiling is None:
+            ceiling = self.query_ceiling(plan, weights)
+        return float(max(scores) / ceiling) if ceiling > 0 else 0.0
+
+    def translated_evidence(self, plan: QueryPlan, weights: Mapping[str, float], bm25: Mapping[str, float]) -> float:
+        """Lexical evidence once translations ran: the best BM25 over the larger of two ceilings — the query
+        in its own words, or in translation. A translated word is matched by one of its translations in one
+        script (发明 or its reading 발명), so it counts with its best translation the index holds, not the sum."""
+        if not bm25:
+            return 0.0
+        best: dict[str, float] = {}
+        for tok, via in plan.expansion_via:
+            if via.startswith("translation:") and tok in weights and self.backend.sparse_search({tok: 1.0}, 1):
+                word = via[len("translation:"):].removesuffix(" (reading)")
+                best[word] = max(best.get(word, 0.0), self.backend.sparse_ceiling({tok: weights[tok]}))
+        ceiling = max(self.query_ceiling(plan, weights), sum(best.values()))
+        return float(max(bm25.values()) / ceiling) if ceiling > 0 else 0.0
+
+    def dense_background(self, qvec: np.ndarray | None, langs: Sequence[str] | None = None
+                         ) -> float | np.ndarray | None:
+        """The query's mean cosine to every chunk (q · the manifest's mean vector) or, with ``langs``, per
+        candidate to the chunks of its language (``dense_mean_by_lang``; the overall mean for a language the
+        manifest lacks); None when unknown (an index built before the manifest carried it: min-max)."""
+        if self._dense_mean is None:  # read once: a searcher serves one snapshot (a reload makes a new one)
+            manifest = self.backend.manifest() or {}
+            mean = manifest.get("dense_mean")
+            self._dense_mean = np.asarray(mean, dtype=np.float64) if mean else np.zeros(0)
+            self._lang_means = {g: np.asarray(m, dtype=np.float64)
+                                for g, m in (manifest.get("dense_mean_by_lang") or {}).items()}
+        if qvec is None or self._dense_mean.size != np.asarray(qvec).size:
+            return None
+        q = np.asarray(qvec, dtype=np.float64).reshape(-1)
+        overall = float(np.dot(self._dense_mean, q))
+        if langs is None:
+            return overall
+        per = {g: float(np.dot(m, q)) for g, m in self._lang_means.items() if m.size == q.size}
+        return np.array([per.get(g, overall) for g in langs], dtype=np.float64)

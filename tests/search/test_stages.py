@@ -1,0 +1,163 @@
+"""The search stages hand on frozen records: no field of a stage's output can be assigned, its mappings and arrays
+cannot be written, and running the next stages (or a whole search) leaves a record as it was made. Run stage by
+stage, the pipeline gives what :meth:`Searcher.run` gives; ``benchmarks/fit.py``'s re-weighting is fusion's own
+arithmetic."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
+import pytest
+
+from hanrag.backends.memory import MemoryBackend
+from hanrag.config import Config
+from hanrag.records import Chunk
+from hanrag.search.candidates import Candidates, Planned, Request
+from hanrag.search.fusion import Fused, minmax, reweight
+from hanrag.search.hits import make_hits
+from hanrag.search.ranking import Ranking, diversify, rerank
+from hanrag.search.rerank import RerankResult
+from hanrag.search.searcher import Searcher, StageTimes
+
+DOCS = [
+    ("k8s/a", "runbooks/k8s.md", "en", "Restart a kubernetes pod: kubectl delete pod, then wait."),
+    ("k8s/b", "runbooks/k8s.md", "en", "Kubernetes node drain moves pods off a node before maintenance."),
+    ("saju/a", "saju/ohaeng.md", "ko", "갑목은 양의 나무로 큰 나무를 뜻한다. 오행 중 목에 속한다."),
+    ("saju/b", "saju/ohaeng.md", "ko", "을목은 음의 나무로 풀과 덩굴을 뜻한다."),
+    ("zh/a", "zh/wuxing.md", "zh", "甲木为阳木，象征参天大树，五行属木。"),
+    ("zh/b", "zh/wuxing.md", "zh", "乙木为阴木，象征花草藤蔓。"),
+    ("deploy/a", "runbooks/deploy.md", "en", "Roll back a failed deployment with kubectl rollout undo."),
+]
+# English words over a corpus that says it in Korean and Chinese: weak English evidence, so the cross-lingual stage
+# widens the BM25 query (translations), re-plans (weak-lexical) and draws per-language dense pools
+QUERY = "big tree of the five elements"
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from hanrag.embed import load_embedder
+
+    return load_embedder(Config().embedder)
+
+
+@pytest.fixture(scope="module")
+def parts(embedder):
+    from hanrag.text import get_analyzer
+
+    analyzer = get_analyzer(Config())
+    chunks = [Chunk(chunk_id=cid, doc_id=src, text=text, start=0, end=len(text), source=src, path=src, lang=lang)
+              for cid, src, lang, text in DOCS]
+    tokens = analyzer.tokenize_many([c.text for c in chunks], [c.lang for c in chunks])
+    vectors = np.asarray(embedder.encode_passages([c.text for c in chunks]), dtype=np.float32)
+    return chunks, tokens, vectors, analyzer
+
+
+def make(parts, embedder) -> Searcher:
+    chunks, tokens, vectors, analyzer = parts
+    return Searcher(MemoryBackend(chunks, tokens, vectors), Config(), embedder=embedder, analyzer=analyzer)
+
+
+class ReversedReranker:
+    """A stand-in cross-encoder: scores the fused head in reverse (no model needed to exercise the stage)."""
+
+    def rerank(self, query, passages, fused):
+        raw = np.arange(len(passages), dtype=np.float64)
+        return RerankResult(raw, minmax(raw), 0.0, len(passages), len(passages), 0)
+
+
+def plain(value):
+    """``value`` as plain, comparable data: a record's fields, a mapping's items, an array's exact bytes."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (type(value).__name__, tuple((f.name, plain(getattr(value, f.name))) for f in dataclasses.fields(value)))
+    if isinstance(value, Mapping):
+        return ("map", tuple((k, plain(v)) for k, v in value.items()))
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, tuple | list):
+        return ("seq", tuple(plain(v) for v in value))
+    return value
+
+
+def stages(s, query: str = QUERY, top_k: int = 3):
+    """Every stage of one hybrid search, each run on the record the one before made, with a snapshot of every
+    record taken as it was made."""
+    times = StageTimes()
+    made = {}
+
+    def keep(name, record):
+        made[name] = (record, plain(record))
+        return record
+
+    request = keep("request", s.request(query, top_k, "hybrid"))
+    planned = keep("planned", s.planned(request, times))
+    retrieved = keep("retrieved", s.retriever.retrieve(request, planned, times))
+    widened = keep("widened", s.widener.widen(request, retrieved, times))
+    fused = keep("fused", s.fuse(widened))
+    reranked = keep("reranked", rerank(ReversedReranker(), 4, request, widened, fused, times))
+    diversified = keep("diversified", diversify(widened, reranked, [1.0, 0.5]))
+    hits = make_hits(s.backend, s.analyzer, widened, fused, diversified, top_k, True)
+    return made, hits
+
+
+def test_every_stage_output_is_frozen(parts, embedder):
+    made, _ = stages(make(parts, embedder))
+    types = {"request": Request, "planned": Planned, "retrieved": Candidates, "widened": Candidates,
+             "fused": Fused, "reranked": Ranking, "diversified": Ranking}
+    for name, (record, _) in made.items():
+        assert type(record) is types[name]
+        for f in dataclasses.fields(record):
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(record, f.name, getattr(record, f.name))
+    cand = made["widened"][0]
+    for mapping in (cand.weights, cand.bm25, cand.dense, cand.chunks, cand.offsets, made["planned"][0].weights,
+                    made["reranked"][0].rerank_raw):
+        with pytest.raises(TypeError):
+            mapping["x"] = 1.0  # type: ignore[index]
+    assert isinstance(cand.ids, tuple) and isinstance(made["reranked"][0].order, tuple)
+    fused = made["fused"][0]
+    for arr in (cand.qvec, fused.bm25_raw, fused.dense_raw, fused.bm25_norm, fused.dense_norm, fused.fused):
+        with pytest.raises(ValueError, match="read-only"):
+            arr[0] = 0.0
+
+
+def test_a_stage_leaves_the_record_it_read_as_it_was(parts, embedder):
+    s = make(parts, embedder)
+    made, hits = stages(s)
+    s.run(QUERY, top_k=3, explain=True)  # a whole search besides, on the same searcher
+    for name, (record, snapshot) in made.items():
+        assert plain(record) == snapshot, f"the {name} record changed after it was made"
+    retrieved, widened = made["retrieved"][0], made["widened"][0]
+    # the cross-lingual stage made new candidates: more BM25 tokens, a new rule, per-language offsets
+    assert widened is not retrieved and len(widened.weights) > len(retrieved.weights)
+    assert widened.plan.rule != retrieved.plan.rule and widened.plan.lexical_evidence is not None
+    assert widened.offsets and not retrieved.offsets and retrieved.plan.lexical_evidence is None
+    # the rerank stage records its run in the ranking's plan, not in the candidates'
+    assert made["reranked"][0].plan.reranked == 4 and widened.plan.reranked is None
+    assert [h.rank for h in hits] == [1, 2, 3]
+
+
+def test_the_stages_run_one_by_one_give_the_search(parts, embedder):
+    s = make(parts, embedder)
+    times = StageTimes()
+    request = s.request(QUERY, 5, "hybrid")
+    cand = s.widener.widen(request, s.retriever.retrieve(request, s.planned(request, times), times), times)
+    fused = s.fuse(cand)
+    ranking = rerank(None, 30, request, cand, fused, times)
+    hits = make_hits(s.backend, s.analyzer, cand, fused, ranking, 5, True)
+    res = s.run(QUERY, top_k=5, explain=True)
+    assert res.plan == ranking.plan == cand.plan
+    assert [(h.chunk.chunk_id, h.score, h.explanation) for h in hits] == \
+        [(h.chunk.chunk_id, h.score, h.explanation) for h in res.hits]
+
+
+def test_reweighting_the_fused_candidates_is_fusion_itself(parts, embedder):
+    """``benchmarks/fit.py`` re-applies weights to a search's normalised scores with :func:`reweight`: under the
+    plan's own weights that gives the search's fused scores exactly."""
+    s = make(parts, embedder)
+    for query in (QUERY, "kubernetes pod restart", "갑목 오행"):
+        cand, fused = s.fused_candidates(query, 10, "hybrid")
+        assert isinstance(cand, Candidates) and fused is not None and fused.ids == cand.ids
+        again = reweight(fused.bm25_norm, fused.dense_norm, cand.plan.bm25_weight, cand.plan.dense_weight)
+        assert np.array_equal(again, fused.fused)
