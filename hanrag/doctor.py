@@ -139,7 +139,7 @@ def _model_checks(model: str, section: str, runtime: str, precision: str, length
     runtime's packages, its token positions against the configured length, and whether its tokenizer knows
     Korean, Chinese and English (more than a third of a sample sentence's tokens unknown: that language is
     hardly read). False when loading it would only fail again."""
-    from hanrag.embed.runtime_convert import ModelRuntimeError, missing_package
+    from hanrag.embed.model_folder import ModelRuntimeError, missing_package
 
     if runtime != "torch" and (missing := missing_package(runtime, precision, convert=True)):
         problems.append(Problem("error", f"{who}-runtime-missing", f"{section}.runtime = {runtime!r}: {missing}",
