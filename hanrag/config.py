@@ -555,7 +555,7 @@ def from_dict(data: dict[str, Any], source: str = "<config>", origins: dict[str,
 
 
 # A config is a few kilobytes of settings, four tables deep at most: far past that it is another file, or an attack on
-# whoever reads it (the server reads the config a relayed `hanrag search` names, hanrag/cli.py relayed_search)
+# whoever reads it (the server reads the config a relayed `hanrag search` names: commands/search.py relayed_search)
 MAX_CONFIG_BYTES = 256 * 1024
 MAX_CONFIG_DEPTH = 16
 
