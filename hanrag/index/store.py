@@ -27,6 +27,9 @@ and ``snapshots/``, the snapshot and its ``sparse/`` real folders (no symbolic l
 the pointer and the manifest are read up to a bound, never whole. Checksums catch accidents (a truncated
 copy, a bit flip, a half-written file), not a writer with access to the folder, who can recompute them:
 for that, :data:`INDEX_KEY_ENV` seals a snapshot with an HMAC of its manifest (:func:`seal_manifest`).
+
+Size (over 500 lines, on purpose): the pointer, the build lock, the snapshot writer and the bounded readers
+of one folder layout; they change together whenever the layout does.
 """
 
 from __future__ import annotations
