@@ -42,7 +42,7 @@ from evalsets import (
 )
 
 from hanrag.api import Index
-from hanrag.config import Config
+from hanrag.config import Config, load_config
 from hanrag.eval import ablation_configs, run_ablations
 
 METRICS = ("ndcg@10", "mrr@10", "recall@10")
@@ -116,10 +116,12 @@ def main() -> None:
     ap.add_argument("--no-dedup", action="store_true", help="build without near-duplicate folding (to compare)")
     ap.add_argument("--pooled", action="store_true",
                     help="MIXED also with the pooled judgments of eval/pooled/ (benchmarks/pool.py), as '<set> pooled'")
+    ap.add_argument("--config", type=Path, default=None,
+                    help="evaluate this config file (hanrag.toml) instead of the defaults, e.g. a candidate rule table")
     ap.add_argument("--backend", default="", help="embedder backend to evaluate (indexes get a -BACKEND suffix)")
     args = ap.parse_args()
     measured = measured_what()  # before the run: a commit made while it runs is not what it measured
-    cfg = Config()
+    cfg = load_config(args.config, env=False) if args.config else Config()
     suffix = ""
     if args.backend:
         cfg.embedder.backend, suffix = args.backend, f"-{args.backend}"
