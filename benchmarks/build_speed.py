@@ -40,7 +40,7 @@ from hanrag.pipeline import build_index  # noqa: E402
 from hanrag.pipeline.vectors import EMBED_CALL  # noqa: E402
 
 PER_FILE = 20
-STAGES = ("prepare", "tokenize", "embedding", "dedup", "glossary", "sparse", "write", "ann", "publish")
+STAGES = ("prepare", "tokenize", "embedding", "dedup", "glossary", "sparse", "links", "write", "ann", "publish")
 
 
 def write_corpus(root: Path, limit: int) -> int:
