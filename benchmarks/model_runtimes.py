@@ -205,8 +205,12 @@ def conversion_seconds(obj) -> float | None:
 def bench_encoder(name: str, folder: Path, passages: list[str], args, cache: Path) -> dict:
     from sentence_transformers import SentenceTransformer
 
+    from hanrag.embed import prepare_text
     from hanrag.embed.runtime import RuntimeEmbedder
 
+    # the texts as hanrag hands them to every embedder (its torch one too): NFKC (full-width punctuation
+    # folded), bounded; the runtime embedder applies it itself, so torch gets the same text
+    passages = [prepare_text(p) for p in passages]
     max_len = 512
     prompt = MODELS[name].get("prompt", "")
     st = SentenceTransformer(str(folder), device="cpu")
