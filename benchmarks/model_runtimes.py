@@ -20,7 +20,8 @@ multilingual-e5-small model file, which uses XLM-R's vocabulary), so Korean, Chi
 realistic token counts. Texts: passages of 300-500 characters (longer ones cut at a space) from
 ``../shared/eval`` (korquad1_ko, cmrc2018_zh, xquad_en, in turn) and the sets' queries.
 
-Figures, torch vs each runtime's int8 (``--runtimes``; ONNX Runtime's int8 runs one text at a time):
+Figures, torch vs each runtime's int8 (``--runtimes``, e.g. ``openvino,onnx,openvino-int8-weights``: a runtime
+and a precision, int8 when none is given; ONNX Runtime's int8 runs one text at a time):
 
 1. encoder: passages/s (the same passages, ``--batch-size`` a batch, rounds interleaved so the shared machine's
    load hits every runtime alike; the ratio to torch is taken within each round), and the cosine of each
@@ -220,13 +221,13 @@ def bench_encoder(name: str, folder: Path, passages: list[str], args, cache: Pat
                                                   show_progress_bar=False)}
     report: dict = {"model": name, "weights": "trained" if MODELS[name].get("real") else "random",
                     "passages": len(passages), "max_seq_length": max_len, "prompt": prompt, "conversion_s": {}}
-    for runtime in args.runtimes:
+    for runtime, precision in args.runtimes:
         t = time.perf_counter()
-        e = RuntimeEmbedder(str(folder), max_len, runtime=runtime, precision="int8", batch_size=args.batch_size,
+        e = RuntimeEmbedder(str(folder), max_len, runtime=runtime, precision=precision, batch_size=args.batch_size,
                             cache_dir=cache, passage_prompt=prompt)
-        report["conversion_s"][f"{runtime}-int8"] = conversion_seconds(e)
-        report.setdefault("load_s", {})[f"{runtime}-int8"] = round(time.perf_counter() - t, 1)
-        engines[f"{runtime}-int8"] = e.encode_passages
+        report["conversion_s"][f"{runtime}-{precision}"] = conversion_seconds(e)
+        report.setdefault("load_s", {})[f"{runtime}-{precision}"] = round(time.perf_counter() - t, 1)
+        engines[f"{runtime}-{precision}"] = e.encode_passages
         tokens = [e.count_tokens(p) for p in passages]
     report["tokens"] = {"p50": int(np.median(tokens)), "max": int(max(tokens))}
     for fn in engines.values():  # warm-up: first-call allocations out of the timing
@@ -264,12 +265,12 @@ def bench_reranker(name: str, folder: Path, passages: list[str], queries: list[s
     engines = {"torch-fp32": ce.predict}
     report: dict = {"model": name, "queries": len(queries), "candidates": args.candidates, "max_length": max_len,
                     "conversion_s": {}}
-    for runtime in args.runtimes:
+    for runtime, precision in args.runtimes:
         t = time.perf_counter()
-        m = RuntimeCrossEncoder(str(folder), max_len, runtime=runtime, precision="int8", cache_dir=cache)
-        report["conversion_s"][f"{runtime}-int8"] = conversion_seconds(m)
-        report.setdefault("load_s", {})[f"{runtime}-int8"] = round(time.perf_counter() - t, 1)
-        engines[f"{runtime}-int8"] = m.predict
+        m = RuntimeCrossEncoder(str(folder), max_len, runtime=runtime, precision=precision, cache_dir=cache)
+        report["conversion_s"][f"{runtime}-{precision}"] = conversion_seconds(m)
+        report.setdefault("load_s", {})[f"{runtime}-{precision}"] = round(time.perf_counter() - t, 1)
+        engines[f"{runtime}-{precision}"] = m.predict
     for fn in engines.values():
         fn([("warm", "up")], batch_size=args.batch_size)
     latency: dict[str, list[float]] = {k: [] for k in engines}
@@ -310,11 +311,11 @@ def prepare(kind: str, folder: Path, args, cache: Path) -> None:
     """Convert ``folder`` for every runtime (into the work folder's cache), timing nothing but the conversion."""
     from hanrag.embed.runtime import RuntimeCrossEncoder, RuntimeEmbedder
 
-    for runtime in args.runtimes:
+    for runtime, precision in args.runtimes:
         cls = RuntimeEmbedder if kind == "encoder" else RuntimeCrossEncoder
         t = time.perf_counter()
-        model = cls(str(folder), 512, runtime=runtime, precision="int8", cache_dir=cache)
-        print(f"  {folder.name} {runtime}-int8: {time.perf_counter() - t:.0f} s (conversion "
+        model = cls(str(folder), 512, runtime=runtime, precision=precision, cache_dir=cache)
+        print(f"  {folder.name} {runtime}-{precision}: {time.perf_counter() - t:.0f} s (conversion "
               f"{conversion_seconds(model)} s) in {model.converted}", flush=True)
         del model
         gc.collect()
@@ -329,13 +330,14 @@ def main() -> None:
     ap.add_argument("--big-queries", type=int, default=3, help="rerank queries for the 24-layer cross-encoder")
     ap.add_argument("--candidates", type=int, default=20)
     ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--runtimes", default="openvino,onnx")
+    ap.add_argument("--runtimes", default="openvino,onnx",
+                    help="RUNTIME or RUNTIME-PRECISION each (precision int8 when not given): openvino-int8-weights")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--work", default=str(ROOT / ".cache" / "model-runtimes"))
     ap.add_argument("--json", default="", help="write the figures (and the commit measured) to this file")
     ap.add_argument("--prepare", action="store_true", help="build and convert the models only, measure nothing")
     args = ap.parse_args()
-    args.runtimes = [r for r in args.runtimes.split(",") if r]
+    args.runtimes = [(r.split("-", 1) + ["int8"])[:2] for r in args.runtimes.split(",") if r]
     from evalsets import measured_what
 
     work = Path(args.work)

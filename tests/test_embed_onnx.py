@@ -225,3 +225,12 @@ def test_runtime_choices(cache):
         OnnxE5Embedder(cache_dir=cache, quant="int8", runtime="openvino")  # ONNX Runtime's own quantisation
     with pytest.raises(EmbedderError, match="runtime"):
         OnnxE5Embedder(cache_dir=cache, runtime="tensorflow")
+
+
+def test_the_config_picks_the_onnx_backends_runtime(openvino_embedder, cache):
+    pytest.importorskip("openvino")
+    emb = load_embedder(EmbedderConfig(backend="onnx", onnx_quant="q4", onnx_runtime="openvino", cache_dir=str(cache)))
+    assert emb.runtime == "openvino" and emb.identity() == openvino_embedder.identity()
+    ort = load_embedder(EmbedderConfig(backend="onnx", onnx_quant="q4", onnx_runtime="onnxruntime",
+                                       cache_dir=str(cache)))
+    assert ort.runtime == "onnxruntime" and ort.identity() != emb.identity()  # another runtime: another identity

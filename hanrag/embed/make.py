@@ -18,7 +18,7 @@ def make_embedder(cfg: EmbedderConfig) -> Embedder:
 
         return OnnxE5Embedder(
             cfg.model, batch_size=cfg.batch_size, cache_dir=cfg.cache_dir or None, threads=cfg.threads,
-            quant=cfg.onnx_quant,
+            quant=cfg.onnx_quant, runtime=cfg.onnx_runtime,
         )
     if cfg.backend == "sentence-transformers" and cfg.runtime != "torch":
         from hanrag.embed.runtime import RuntimeEmbedder  # lazy: openvino / onnxruntime, the converter's torch

@@ -19,7 +19,9 @@ from hanrag.embed.base import _file_fingerprint
 from hanrag.embed.text import EmbedderError
 
 RUNTIMES = ("torch", "openvino", "onnx")
-PRECISIONS = ("fp32", "int8")
+# "int8": int8 weights and activations (NNCF static quantisation on openvino, dynamic on onnx); "int8-weights":
+# int8 weights, float activations (NNCF weight compression; openvino only): slower than "int8", closer to fp32
+PRECISIONS = ("fp32", "int8", "int8-weights")
 _SUFFIXES = {".safetensors", ".bin", ".json", ".txt", ".model"}  # the files a model's numbers come from
 _PIP = {
     "openvino": "pip install 'hanrag[torch]' (or: pip install 'openvino>=2026.4,<2027' 'nncf>=3.4,<4')",
@@ -37,7 +39,7 @@ def missing_package(runtime: str, precision: str = "fp32", *, convert: bool = Fa
     """What is missing to run (``convert``: and to convert) a model on ``runtime``, with its pip command."""
     needed: list[str] = []
     if runtime == "openvino":
-        needed = ["openvino"] + (["nncf"] if convert and precision == "int8" else [])
+        needed = ["openvino"] + (["nncf"] if convert and precision != "fp32" else [])
     elif runtime == "onnx":
         needed = ["onnxruntime"] + (["onnx"] if convert else [])
     if convert or runtime == "torch":
@@ -49,7 +51,22 @@ def missing_package(runtime: str, precision: str = "fp32", *, convert: bool = Fa
     return f"runtime {runtime!r} needs {', '.join(missing)}: {pip}"
 
 
+def precision_problem(runtime: str, precision: str) -> str | None:
+    """Why ``precision`` cannot run on ``runtime`` (None when it can); the message names both values."""
+    if precision not in PRECISIONS:
+        return f'precision must be one of {", ".join(PRECISIONS)}, got "{precision}"'
+    if runtime == "torch" and precision != "fp32":
+        return f'precision = "{precision}" needs runtime = "openvino" or "onnx" (torch runs the model in fp32)'
+    if precision == "int8-weights" and runtime != "openvino":
+        return f'precision = "int8-weights" needs runtime = "openvino" (got "{runtime}"; onnx takes "int8" or "fp32")'
+    return None
+
+
 def check_packages(runtime: str, precision: str, key: str, *, convert: bool) -> None:
+    section = key.rsplit(".", 1)[0]
+    problem = precision_problem(runtime, precision)
+    if problem:
+        raise ModelRuntimeError(f"{section}.{problem}")
     problem = missing_package(runtime, precision, convert=convert)
     if problem:
         raise ModelRuntimeError(f"{key}: {problem}")

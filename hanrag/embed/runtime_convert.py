@@ -15,7 +15,9 @@ download of the model, or a converter change, is a new folder; an unchanged mode
   static without SmoothQuant min .9935 / mean .9959 at 13.6-14.2 passages/s; with SmoothQuant (NNCF's
   transformer default) min .981 / mean .994 at the same speed; weight-only int8 (``nncf.compress_weights``)
   min .9998 but 8.6-8.9 passages/s (torch: ~2.8). Static scales also keep a text's vector independent of its
-  batch-mates.
+  batch-mates. ``int8-weights`` is that weight-only compression (``CompressWeightsMode.INT8_SYM``, per output
+  channel): the choice when ``int8`` moves a trained model's vectors too far (benchmarks/model_runtimes.py
+  reports both).
 * ``onnx``: ``torch.onnx.export`` (the TorchScript exporter; ONNX Runtime), ``int8`` is ONNX Runtime's dynamic
   quantisation of the matmuls (per-channel int8 weights; the FFN output projections stay float32, as in
   :mod:`hanrag.embed.onnx_e5`). Dynamic quantisation takes one activation scale per input tensor, so a row's
@@ -295,6 +297,13 @@ def _to_openvino(wrapper: Any, args: tuple[Any, ...], names: Sequence[str], cali
             ov_model = nncf.quantize(ov_model, dataset, model_type=nncf.ModelType.TRANSFORMER,
                                      subset_size=len(calib),
                                      advanced_parameters=nncf.AdvancedQuantizationParameters(smooth_quant_alpha=-1))
+    elif precision == "int8-weights":
+        import nncf
+
+        nncf.set_log_level(logging.ERROR)
+        with contextlib.redirect_stdout(io.StringIO()):
+            # int8 per output channel, symmetric; activations stay float (no calibration, no activation scales)
+            ov_model = nncf.compress_weights(ov_model, mode=nncf.CompressWeightsMode.INT8_SYM)
     ov.save_model(ov_model, str(out / "model.xml"), compress_to_fp16=False)
     return "model.xml"
 
