@@ -110,6 +110,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sets", nargs="*", default=None)
     ap.add_argument("--no-mixed", action="store_true")
+    ap.add_argument("--mixed-sets", nargs="*", default=None,
+                    help="the sets merged into the mixed index (default: evalsets.MIXED_SETS, index MIXED); e.g. "
+                         "tune_ko2en_react tune_en2ko_react: a Korean/English documentation pair in one index, "
+                         "each answer in one language only")
     ap.add_argument("--rows", nargs="*", default=None, help="ablation rows to run (default: all)")
     ap.add_argument("--max-queries", type=int, default=0, help="first N queries per set (0 = all)")
     ap.add_argument("--json", type=Path, default=None)
@@ -134,8 +138,10 @@ def main() -> None:
             standalone.setdefault(label, {}).update(per)
     mixed: dict[str, dict[str, dict[str, float]]] = {}
     if not args.no_mixed:
-        mixed = evaluate("MIXED" + suffix, available(list(MIXED_SETS)), cfg, emb, args.rows, args.max_queries,
-                         not args.no_dedup, args.pooled)
+        members = available(list(args.mixed_sets or MIXED_SETS))
+        name = "MIXED" if args.mixed_sets is None else "MIXED-" + "+".join(members)
+        mixed = evaluate(name + suffix, members, cfg, emb, args.rows, args.max_queries, not args.no_dedup,
+                         args.pooled)
     for metric in ("ndcg@10", "mrr@10"):
         print(table("standalone", standalone, metric))
         if mixed:
