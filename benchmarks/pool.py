@@ -4,11 +4,15 @@ In the MIXED index (every corpus in one collection, ``quality.py``) a query meet
 which answer it: a Korean question of ko2en_tech over English Kubernetes pages also finds the Korean Kubernetes
 pages of en2ko_tech. The original judgments count them wrong. This script runs the named rows over the named sets
 in MIXED and writes, per set, every passage in any row's top 10 that the set's judgments do not name —
-``eval/pooled/pool-<set>.jsonl`` (qid, query, doc as the run names it, the passage's text) — for a reader to judge
+``eval/pooled/pool-<set>.jsonl`` (qid, query, doc as the run names it, the whole passage's text) — for a reader to judge
 into ``eval/pooled/<set>.tsv`` (``qid  doc  grade  reason``; grade 0 = does not answer). ``quality.py --pooled``
 then reports MIXED with the original judgments and with the pooled ones.
 
     python benchmarks/pool.py --sets ko2en_tech en2ko_tech [--rows bm25 dense "hanrag default"]
+    python benchmarks/pool.py --sets tune_ko2en_react tune_en2ko_react --mixed-sets tune_ko2en_react tune_en2ko_react
+
+``--mixed-sets`` names the sets merged into the mixed index, as ``quality.py --mixed-sets`` does (index
+"MIXED-" + "+".join(sets); default ``evalsets.MIXED_SETS``, index "MIXED"), so both scripts run the same index.
 """
 
 from __future__ import annotations
@@ -31,15 +35,24 @@ def main() -> None:
     ap.add_argument("--sets", nargs="+", required=True)
     ap.add_argument("--rows", nargs="*", default=["bm25", "dense", "hanrag default"])
     ap.add_argument("--depth", type=int, default=10)
+    ap.add_argument("--mixed-sets", nargs="*", default=None,
+                    help="the sets merged into the mixed index, as in quality.py (default: evalsets.MIXED_SETS, "
+                         "index MIXED; else index MIXED-<set>+<set>...)")
     args = ap.parse_args()
     cfg = Config()
     emb = caching_embedder(cfg)
-    mixed = [load(n) for n in available(list(MIXED_SETS))]
-    build("MIXED", mixed, cfg, emb)
+    members = available(list(args.mixed_sets or MIXED_SETS))
+    name = "MIXED" if args.mixed_sets is None else "MIXED-" + "+".join(members)  # the index quality.py uses
+    mixed = [load(n) for n in members]
+    build(name, mixed, cfg, emb)
     emb.save()
-    index = Index(INDEX_ROOT / "MIXED", cfg, embedder=emb)
-    texts = {c.doc_id: c.text for c in index.snapshot.chunks}
+    index = Index(INDEX_ROOT / name, cfg, embedder=emb)
+    # the whole passage as its set holds it (the unit judged): the index may cut one passage into several chunks,
+    # and a chunk's text alone can leave out the part that answers
+    texts = {f"{es.name}/{d.doc_id}": d.text for es in mixed for d in es.docs}
     wanted = [t for t in tasks(mixed) if t.name in args.sets]
+    if missing := sorted(set(args.sets) - {t.name for t in wanted}):
+        ap.error(f"not in the mixed index {name}: {', '.join(missing)}")
     POOL_DIR.mkdir(parents=True, exist_ok=True)
     for task in wanted:
         pool: dict[tuple[str, str], dict] = {}
@@ -57,7 +70,7 @@ def main() -> None:
         out = POOL_DIR / f"pool-{task.name}.jsonl"
         out.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in pool.values()), encoding="utf-8")
         print(f"{task.name}: {len(pool)} unjudged passages in the top {args.depth} of {', '.join(args.rows)} "
-              f"-> {out}", file=sys.stderr)
+              f"in {name} -> {out}", file=sys.stderr)
 
 
 if __name__ == "__main__":
