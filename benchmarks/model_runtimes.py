@@ -36,6 +36,7 @@ converts nothing and measures only. Conversion seconds come from each conversion
 Usage: python benchmarks/model_runtimes.py [--passages 64] [--big-passages 24] [--rounds 2] [--queries 8]
        [--big-queries 3] [--candidates 20] [--runtimes openvino,onnx] [--models bge-m3,...] [--prepare]
        [--json benchmarks/results/model-runtimes.json]
+       python benchmarks/model_runtimes.py --render benchmarks/results/model-runtimes.json   # docs/models.md's tables
 
 ``--prepare`` builds and converts the models only (the first run's conversions take longer than the
 measurements on two shared cores); the measuring run then finds them converted.
@@ -321,6 +322,51 @@ def prepare(kind: str, folder: Path, args, cache: Path) -> None:
         gc.collect()
 
 
+def _encoder_cell(r: dict, key: str) -> str:
+    c = r["cosine_to_torch_fp32"][key]
+    return (f"{r['passages_per_s'][key]:.1f} ({r['speedup_vs_torch'][key]:.1f}×); "
+            f"cos {c['min']:.3f} / {c['mean']:.3f}; centered {c['centered_min']:.2f}")
+
+
+def _reranker_cell(r: dict, key: str) -> str:
+    lat = r["latency_s"][key]
+    cell = f"{lat['p50']:.1f} / {lat['p95']:.1f} s"
+    if key == "torch-fp32":
+        return cell
+    a = r["agreement_with_torch"][key]
+    return (f"{cell} ({r['speedup_vs_torch_p50'][key]:.1f}×); ρ {a['spearman_mean']:.2f} / {a['spearman_min']:.2f}, "
+            f"top-1 {a['top1_same']:.0%}")
+
+
+def markdown(d: dict) -> str:
+    """The tables of docs/models.md from a results file (``--render``)."""
+    res = d["results"]
+    enc = [k for k, v in res.items() if "passages_per_s" in v]
+    ce = [k for k, v in res.items() if "latency_s" in v]
+    lines = []
+    if enc:
+        runs = [k for k in res[enc[0]]["passages_per_s"] if k != "torch-fp32"]
+        lines += ["Encoders, passages/s (speed-up over torch fp32 within a round) and cosine to torch fp32's vector "
+                  "(min / mean; centered min):", "",
+                  "| model | weights | torch fp32 | " + " | ".join(runs) + " |",
+                  "| --- | --- | ---: |" + " ---: |" * len(runs)]
+        lines += [f"| {k} | {res[k]['weights']} | {res[k]['passages_per_s']['torch-fp32']:.1f} | "
+                  + " | ".join(_encoder_cell(res[k], run) for run in runs) + " |" for k in enc]
+        lines.append("")
+    if ce:
+        keys = list(res[ce[0]]["latency_s"])
+        lines += [f"Cross-encoders, seconds to rerank {res[ce[0]]['candidates']} candidates for one query (p50 / p95; "
+                  "speed-up of the p50) and agreement with torch's scores (Spearman mean / min per query, same "
+                  "top-1):", "",
+                  "| model | " + " | ".join(keys) + " |", "| --- |" + " ---: |" * len(keys)]
+        lines += [f"| {k} ({res[k]['queries']} queries) | " + " | ".join(_reranker_cell(res[k], key) for key in keys)
+                  + " |" for k in ce]
+        lines.append("")
+    lines.append(f"Measured at {d['measured']['commit'][:7]} on {d['cores']} cores, load average "
+                 f"{d['load_average_start'][0]:.1f} at the start and {d['load_average_end'][0]:.1f} at the end, "
+                 f"{d['wall_s'] / 60:.0f} minutes.")
+    return "\n".join(lines)
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--passages", type=int, default=64, help="passages for the 12-layer model")
@@ -336,7 +382,11 @@ def main() -> None:
     ap.add_argument("--work", default=str(ROOT / ".cache" / "model-runtimes"))
     ap.add_argument("--json", default="", help="write the figures (and the commit measured) to this file")
     ap.add_argument("--prepare", action="store_true", help="build and convert the models only, measure nothing")
+    ap.add_argument("--render", default="", help="print the markdown tables of this results file and stop")
     args = ap.parse_args()
+    if args.render:
+        print(markdown(json.loads(Path(args.render).read_text(encoding="utf-8"))))
+        return
     args.runtimes = [(r.split("-", 1) + ["int8"])[:2] for r in args.runtimes.split(",") if r]
     from evalsets import measured_what
 
