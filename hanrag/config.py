@@ -180,7 +180,7 @@ class EmbedderConfig:
     # into the machine cache (models/) and run on that CPU runtime (docs/models.md; threads as above)
     runtime: ModelRuntime = "torch"
     # with runtime "openvino" or "onnx": "int8" (openvino: int8 weights and activations, ~3-5x torch's passages/s,
-    # benchmarks/model_runtimes.py) | "int8-weights" (openvino only: int8 weights, float activations, ~2.6x torch,
+    # benchmarks/model_runtimes.py) | "int8-weights" (openvino only: int8 weights, float activations, ~2.5-3x torch,
     # vectors closer to fp32) | "fp32"; torch runs fp32 only
     precision: ModelPrecision = "fp32"
 
