@@ -42,6 +42,7 @@ Fusion = Literal["minmax", "zscore", "rrf", "ceiling", "calibrated"]
 Preset = Literal["hanrag", "reference", "custom"]
 RuleLang = Literal["", "ko", "zh", "en"]  # "" = any language
 XlingCalibration = Literal["center", "none"]
+XlingCompete = Literal["weak", "always"]
 DenseBackground = Literal["corpus", "language"]
 ConsistencyLevel = Literal["Strong", "Bounded", "Session", "Eventually"]
 BackendKind = Literal["embedded", "milvus"]
@@ -260,6 +261,10 @@ class SearchConfig:
     # (fitted two-fold in an earlier release; benchmarks/fit.py leaves it as it is)
     xling_min_evidence: Unit = 0.175
     xling_calibration: XlingCalibration = "center"  # "center" | "none"
+    # when other languages compete for a query (glossary names, translations, each language's dense pool centred):
+    # "weak" = when its own language has weak lexical evidence (above); "always" = every query of an index that
+    # holds more than one language (the rule weights still follow the evidence in any script)
+    xling_compete: XlingCompete = "weak"
     # weight of English->Chinese dictionary translations added to the BM25 query of a weak-evidence English query
     # (0 = off); one word's translations share it. Fitted two-fold over {.5, 1, 1.5, 2, 3, 4, 6} on MIXED
     # xquad_en2zh + cranfield_en and standalone xquad_en2zh (no set losing > .002 on the fitting half): both

@@ -106,6 +106,8 @@ class Widener:
         own = ev.lexical_evidence(cand.plan, cand.weights, cand.bm25, cand.chunks, lang=cand.plan.lang,
                                   ceiling=ceiling)
         compete = own < sc.xling_min_evidence  # in the query's own language: other languages compete
+        if sc.xling_compete == "always" and len(self.index_langs()) > 1:
+            compete = True
         if compete and self.glossary is not None:
             cand = self.add_tokens(request, cand, self.glossed, times)
             # a glossed term's other name is lexical evidence too (measured against the query's own ceiling)

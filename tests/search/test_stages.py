@@ -161,3 +161,21 @@ def test_reweighting_the_fused_candidates_is_fusion_itself(parts, embedder):
         assert isinstance(cand, Candidates) and fused is not None and fused.ids == cand.ids
         again = reweight(fused.bm25_norm, fused.dense_norm, cand.plan.bm25_weight, cand.plan.dense_weight)
         assert np.array_equal(again, fused.fused)
+
+
+def test_other_languages_compete_always_when_configured(parts, embedder):
+    """search.xling_compete: "weak" lets other languages compete only on weak own-language evidence; "always" for
+    every query of a multi-language index, while the rule still follows the evidence."""
+    chunks, tokens, vectors, analyzer = parts
+    query = "roll back a failed kubernetes deployment with kubectl rollout undo"  # strong English evidence
+
+    def widened(compete: str):
+        cfg = Config()
+        cfg.search.xling_compete = compete
+        s = Searcher(MemoryBackend(chunks, tokens, vectors), cfg, embedder=embedder, analyzer=analyzer)
+        made, _ = stages(s, query)
+        return made["widened"][0]
+
+    weak, always = widened("weak"), widened("always")
+    assert weak.plan.rule == always.plan.rule == "en"
+    assert not weak.offsets and set(always.offsets) >= {"ko", "zh"}  # each language's dense pool, centred
