@@ -261,9 +261,10 @@ class SearchConfig:
     # (fitted two-fold in an earlier release; benchmarks/fit.py leaves it as it is)
     xling_min_evidence: Unit = 0.175
     xling_calibration: XlingCalibration = "center"  # "center" | "none"
-    # when other languages compete for a query (glossary names, translations, each language's dense pool centred):
-    # "weak" = when its own language has weak lexical evidence (above); "always" = every query of an index that
-    # holds more than one language (the rule weights still follow the evidence in any script)
+    # when other languages compete for a query (glossary names, each language's dense pool centred): "weak" = when
+    # its own language has weak lexical evidence (above); "always" = every query of an index that holds more than
+    # one language (the rule weights still follow the evidence in any script; dictionary translations still need
+    # weak own-language evidence)
     xling_compete: XlingCompete = "weak"
     # weight of English->Chinese dictionary translations added to the BM25 query of a weak-evidence English query
     # (0 = off); one word's translations share it. Fitted two-fold over {.5, 1, 1.5, 2, 3, 4, 6} on MIXED

@@ -105,9 +105,8 @@ class Widener:
         weak = evidence < sc.xling_min_evidence  # in any script: decides the weights
         own = ev.lexical_evidence(cand.plan, cand.weights, cand.bm25, cand.chunks, lang=cand.plan.lang,
                                   ceiling=ceiling)
-        compete = own < sc.xling_min_evidence  # in the query's own language: other languages compete
-        if sc.xling_compete == "always" and len(self.index_langs()) > 1:
-            compete = True
+        weak_own = own < sc.xling_min_evidence  # in the query's own language: other languages compete
+        compete = weak_own or (sc.xling_compete == "always" and len(self.index_langs()) > 1)
         if compete and self.glossary is not None:
             cand = self.add_tokens(request, cand, self.glossed, times)
             # a glossed term's other name is lexical evidence too (measured against the query's own ceiling)
@@ -115,7 +114,9 @@ class Widener:
             weak = evidence < sc.xling_min_evidence
         plan = dataclasses.replace(self.planner.replan(cand.plan, weak), lexical_evidence=round(evidence, 4))
         cand = dataclasses.replace(cand, plan=plan)
-        if compete and cand.plan.lang == "en" and sc.xling_translate_weight > 0:
+        # translations only on weak own-language evidence: their weight (6) was fitted for such queries, and added to
+        # a strong English query they outweigh its own words
+        if weak_own and cand.plan.lang == "en" and sc.xling_translate_weight > 0:
             cand = self.add_tokens(request, cand, self.translations, times)
             # translations that match are lexical evidence too: the rule is chosen again on the query as run
             after = ev.translated_evidence(cand.plan, cand.weights, cand.bm25)
