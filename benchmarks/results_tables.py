@@ -42,6 +42,22 @@ def encoders(metric: str = "ndcg@10") -> str:
     return "\n".join(lines) + "\n"
 
 
+def compete(metric: str = "ndcg@10") -> str:
+    """search.xling_compete "weak" against "always": the MIXED index and the React pair's (quality-compete-*.json)."""
+    cells: dict[str, list[str]] = {"weak": [], "always": []}
+    sets: list[str] = []
+    for part in ("mixed", "react"):
+        runs = {v: json.loads((RESULTS / f"quality-compete-{v}-{part}.json").read_text())["mixed"]["hanrag default"]
+                for v in cells}
+        sets += list(runs["weak"])
+        for v, run in runs.items():
+            cells[v] += [f"{run[s][metric]:.3f}".lstrip("0") for s in run]
+    lines = [f"search.xling_compete, {metric} of the default row: `quality-compete-<value>-<mixed|react>.json`", "",
+             "| | " + " | ".join(sets) + " |", "| --- |" + " ---: |" * len(sets)]
+    lines += [f"| `{v}` | " + " | ".join(c) + " |" for v, c in cells.items()]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
         print(table("Each set alone", "quality-links-standalone.json", "quality-channels-after.json", "standalone",
@@ -51,6 +67,7 @@ def main() -> None:
                     "pooled judgments of eval/pooled/)", "quality-links-mixed.json", "quality-mixed-after.json",
                     "mixed", metric))
     print(encoders())
+    print(compete())
 
 
 if __name__ == "__main__":

@@ -264,7 +264,8 @@ class SearchConfig:
     # when other languages compete for a query (glossary names, each language's dense pool centred): "weak" = when
     # its own language has weak lexical evidence (above); "always" = every query of an index that holds more than
     # one language (the rule weights still follow the evidence in any script; dictionary translations still need
-    # weak own-language evidence)
+    # weak own-language evidence). Measured (docs/evaluation.md): "always" lifts cross-language questions .05-.16
+    # and drops same-language ones in a mixed index (cranfield_en .350 -> .096): "weak" is the default
     xling_compete: XlingCompete = "weak"
     # weight of English->Chinese dictionary translations added to the BM25 query of a weak-evidence English query
     # (0 = off); one word's translations share it. Fitted two-fold over {.5, 1, 1.5, 2, 3, 4, 6} on MIXED
