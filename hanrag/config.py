@@ -267,6 +267,9 @@ class SearchConfig:
     # weak own-language evidence). Measured (docs/evaluation.md): "always" lifts cross-language questions .05-.16
     # and drops same-language ones in a mixed index (cranfield_en .350 -> .096): "weak" is the default
     xling_compete: XlingCompete = "weak"
+    # with "always", the share of each language's centring applied to a query whose own language has strong
+    # evidence (1 = as on weak evidence, 0 = the other languages' pools drawn but not centred)
+    xling_compete_share: Unit = 1.0
     # weight of English->Chinese dictionary translations added to the BM25 query of a weak-evidence English query
     # (0 = off); one word's translations share it. Fitted two-fold over {.5, 1, 1.5, 2, 3, 4, 6} on MIXED
     # xquad_en2zh + cranfield_en and standalone xquad_en2zh (no set losing > .002 on the fitting half): both

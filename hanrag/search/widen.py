@@ -127,6 +127,8 @@ class Widener:
         if compete and sc.xling_calibration == "center" and cand.qvec is not None:
             t = time.perf_counter()
             offsets, dense, chunks = self.language_pools(request, cand.qvec, cand.plan.lang, cand.dense, cand.chunks)
+            if not weak_own:  # competing only by xling_compete = "always": a share of the centring
+                offsets = {lang: off * sc.xling_compete_share for lang, off in offsets.items()}
             cand = dataclasses.replace(cand, dense=dense, chunks=chunks, offsets=offsets,
                                        ids=tuple(dict.fromkeys([*cand.ids, *dense])))
             times.dense += time.perf_counter() - t

@@ -179,3 +179,20 @@ def test_other_languages_compete_always_when_configured(parts, embedder):
     weak, always = widened("weak"), widened("always")
     assert weak.plan.rule == always.plan.rule == "en"
     assert not weak.offsets and set(always.offsets) >= {"ko", "zh"}  # each language's dense pool, centred
+
+
+def test_a_share_of_the_centring_for_queries_with_strong_own_evidence(parts, embedder):
+    """search.xling_compete_share scales the offsets of a query that competes only because of "always"."""
+    chunks, tokens, vectors, analyzer = parts
+    query = "roll back a failed kubernetes deployment with kubectl rollout undo"
+
+    def offsets(share: float):
+        cfg = Config()
+        cfg.search.xling_compete, cfg.search.xling_compete_share = "always", share
+        s = Searcher(MemoryBackend(chunks, tokens, vectors), cfg, embedder=embedder, analyzer=analyzer)
+        return stages(s, query)[0]["widened"][0].offsets
+
+    full, quarter, none = offsets(1.0), offsets(0.25), offsets(0.0)
+    assert set(full) == set(quarter) >= {"ko", "zh"} and any(v != 0 for v in full.values())
+    assert all(quarter[lang] == pytest.approx(0.25 * full[lang]) for lang in full)
+    assert all(v == 0 for v in none.values())
