@@ -64,9 +64,16 @@ def test_an_english_term_matches_korean_text_through_the_gloss(idx):
 
 
 def test_a_query_its_own_language_answers_is_not_glossed(idx):
-    # the Korean page matches every word: no other language needs to compete, so the English names stay out
-    res = idx.search_result("레플리카셋 파드 레플리카 실행 보장", top_k=3, explain=True)
-    assert not any(via.startswith("glossary:") for _, via in res.plan.expansion_via)
+    # the Korean page matches every word: with xling_compete = "weak" no other language competes, so the English
+    # names stay out; by default ("always") they are added, and the Korean page that answers still comes first
+    query = "레플리카셋 파드 레플리카 실행 보장"
+    cfg = Config()
+    cfg.search.xling_compete = "weak"
+    weak = hanrag.open(idx.index_dir, cfg).search_result(query, top_k=3, explain=True)
+    assert not any(via.startswith("glossary:") for _, via in weak.plan.expansion_via)
+    assert weak.hits[0].chunk.path.endswith("ko_workloads.md")
+    res = idx.search_result(query, top_k=3, explain=True)
+    assert any(via.startswith("glossary:") for _, via in res.plan.expansion_via)
     assert res.hits[0].chunk.path.endswith("ko_workloads.md")
 
 

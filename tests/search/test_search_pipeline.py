@@ -93,7 +93,7 @@ def test_diversity_penalises_same_source(parts, embedder):
     cfg = Config()
     cfg.search.diversity = True
     s = make(parts, embedder, cfg)
-    hits = s.search("kubernetes pod", top_k=5, explain=True)
+    hits = s.search("kubernetes pod", top_k=10, explain=True)
     k8s = [h for h in hits if h.chunk.source == "runbooks/k8s.md"]
     assert [h.explanation.penalty for h in k8s][:3] == [1.0, 0.95, 0.90]
     cfg2 = Config()
