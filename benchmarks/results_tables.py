@@ -43,18 +43,29 @@ def encoders(metric: str = "ndcg@10") -> str:
 
 
 def compete(metric: str = "ndcg@10") -> str:
-    """search.xling_compete "weak" against "always": the MIXED index and the React pair's (quality-compete-*.json)."""
-    cells: dict[str, list[str]] = {"weak": [], "always": []}
+    """search.xling_compete "weak" against "always" with a share of the centring for strong-evidence queries: the
+    MIXED index, the React pair's index (quality-compete-<variant>-<mixed|react>.json) and the sets alone."""
+    variants = {"weak": "`weak`", "always": "`always`, share 1", "share-0.5": "`always`, share .5",
+                "share-0.25": "`always`, share .25"}
+    cells: dict[str, list[str]] = {v: [] for v in variants}
     sets: list[str] = []
     for part in ("mixed", "react"):
         runs = {v: json.loads((RESULTS / f"quality-compete-{v}-{part}.json").read_text())["mixed"]["hanrag default"]
-                for v in cells}
+                for v in variants}
         sets += list(runs["weak"])
         for v, run in runs.items():
             cells[v] += [f"{run[s][metric]:.3f}".lstrip("0") for s in run]
-    lines = [f"search.xling_compete, {metric} of the default row: `quality-compete-<value>-<mixed|react>.json`", "",
+    lines = [f"search.xling_compete, {metric} of the default row, the MIXED index (first 300 queries) and the React "
+             "pair's: `quality-compete-<variant>-<mixed|react>.json`", "",
              "| | " + " | ".join(sets) + " |", "| --- |" + " ---: |" * len(sets)]
-    lines += [f"| `{v}` | " + " | ".join(c) + " |" for v, c in cells.items()]
+    lines += [f"| {label} | " + " | ".join(cells[v]) + " |" for v, label in variants.items()]
+    alone = {v: json.loads((RESULTS / f"quality-compete-{v}-standalone.json").read_text())["standalone"]
+             ["hanrag default"] for v in ("weak", "share-0.25")}
+    names = list(alone["weak"])
+    lines += ["", f"Each set alone, {metric}: `quality-compete-<weak|share-0.25>-standalone.json`", "",
+              "| | " + " | ".join(names) + " |", "| --- |" + " ---: |" * len(names)]
+    lines += [f"| {variants[v]} | " + " | ".join(f"{run[s][metric]:.3f}".lstrip("0") for s in names) + " |"
+              for v, run in alone.items()]
     return "\n".join(lines) + "\n"
 
 
