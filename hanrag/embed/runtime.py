@@ -68,6 +68,28 @@ def load_config(folder: Path) -> Any:
     return AutoConfig.from_pretrained(str(folder), local_files_only=True)
 
 
+def _check_runtime(runtime: str, precision: str, section: str) -> None:
+    if runtime not in ("openvino", "onnx"):
+        raise ModelRuntimeError(f"{section}.runtime must be 'openvino' or 'onnx' here, got {runtime!r}")
+    check_packages(runtime, precision, f"{section}.runtime", convert=False)
+
+
+def _read_model(source: Path, model: str, key: str, length_key: str, length: int) -> tuple[Any, Any, int]:
+    """The model's transformers config, its tokenizer and its usable positions; ``length`` (the setting
+    ``length_key``) must fit them."""
+    from hanrag.embed.sentence_transformer import usable_positions
+
+    try:
+        config, tokenizer = load_config(source), load_tokenizer(source)
+    except Exception as exc:
+        raise ModelRuntimeError(f"{key} = {model!r}: cannot read its config or tokenizer: {exc}") from exc
+    positions = usable_positions(config)
+    if positions and length > positions:
+        raise ModelRuntimeError(f"{length_key} = {length} exceeds what model {model!r} can take ({positions} token "
+                                f"positions, max_position_embeddings): set {length_key} <= {positions}")
+    return config, tokenizer, positions
+
+
 def unknown_shares(tokenizer: Any) -> dict[str, float]:
     """Per language of :data:`COVERAGE_SAMPLES`, the share of its tokens that are the tokenizer's unknown token."""
     unk = getattr(tokenizer, "unk_token_id", None)
@@ -152,24 +174,11 @@ class RuntimeEmbedder:
         cache_dir: str | Path | None = None,
         threads: int = 0,
     ) -> None:
-        from hanrag.embed.sentence_transformer import usable_positions
-
-        if runtime not in ("openvino", "onnx"):
-            raise ModelRuntimeError(f"embedder.runtime must be 'openvino' or 'onnx' here, got {runtime!r}")
-        check_packages(runtime, precision, "embedder.runtime", convert=False)
+        _check_runtime(runtime, precision, "embedder")
         self.folder = resolve_model(model, "embedder.model")
         self.layout: Layout = read_layout(self.folder, "embedder.model")
-        try:
-            config = load_config(self.layout.transformer)
-            tokenizer = load_tokenizer(self.layout.transformer)
-        except Exception as exc:
-            raise ModelRuntimeError(f"embedder.model = {model!r}: cannot read its config or tokenizer: {exc}") from exc
-        positions = usable_positions(config)
-        if positions and max_seq_length > positions:
-            raise ModelRuntimeError(
-                f"embedder.max_seq_length = {max_seq_length} exceeds what model {model!r} can take "
-                f"(max_position_embeddings allows {positions} tokens); set embedder.max_seq_length <= {positions}"
-            )
+        config, tokenizer, positions = _read_model(self.layout.transformer, model, "embedder.model",
+                                                   "embedder.max_seq_length", max_seq_length)
         converted = ensure_converted(self.folder, "encoder", runtime, precision, cache_dir=cache_dir,
                                      layout=self.layout, key="embedder.model")
         self.converted = converted
@@ -286,23 +295,9 @@ class RuntimeCrossEncoder:
 
     def __init__(self, model: str, max_length: int = 512, *, runtime: str = "openvino", precision: str = "int8",
                  cache_dir: str | Path | None = None, threads: int = 0, key: str = "search.rerank.model") -> None:
-        from hanrag.embed.sentence_transformer import usable_positions
-
-        if runtime not in ("openvino", "onnx"):
-            raise ModelRuntimeError(f"search.rerank.runtime must be 'openvino' or 'onnx' here, got {runtime!r}")
-        check_packages(runtime, precision, "search.rerank.runtime", convert=False)
+        _check_runtime(runtime, precision, "search.rerank")
         self.folder = resolve_model(model, key)
-        try:
-            config = load_config(self.folder)
-            self.tokenizer = load_tokenizer(self.folder)
-        except Exception as exc:
-            raise ModelRuntimeError(f"{key} = {model!r}: cannot read its config or tokenizer: {exc}") from exc
-        positions = usable_positions(config)
-        if positions and max_length > positions:
-            raise ModelRuntimeError(
-                f"search.rerank.max_length = {max_length} is more than the cross-encoder {model!r} can take "
-                f"({positions} token positions): set it to {positions} or less"
-            )
+        config, self.tokenizer, positions = _read_model(self.folder, model, key, "search.rerank.max_length", max_length)
         self.max_length = max_length
         self.max_positions = positions
         self.config = config
