@@ -68,10 +68,11 @@ def load_config(folder: Path) -> Any:
     return AutoConfig.from_pretrained(str(folder), local_files_only=True)
 
 
-def _check_runtime(runtime: str, precision: str, section: str) -> None:
+def _check_runtime(runtime: str, precision: str, key: str) -> None:
+    """``key``: the runtime setting, e.g. "embedder.runtime"."""
     if runtime not in ("openvino", "onnx"):
-        raise ModelRuntimeError(f"{section}.runtime must be 'openvino' or 'onnx' here, got {runtime!r}")
-    check_packages(runtime, precision, f"{section}.runtime", convert=False)
+        raise ModelRuntimeError(f"{key} must be 'openvino' or 'onnx' here, got {runtime!r}")
+    check_packages(runtime, precision, key, convert=False)
 
 
 def _read_model(source: Path, model: str, key: str, length_key: str, length: int) -> tuple[Any, Any, int]:
@@ -174,7 +175,7 @@ class RuntimeEmbedder:
         cache_dir: str | Path | None = None,
         threads: int = 0,
     ) -> None:
-        _check_runtime(runtime, precision, "embedder")
+        _check_runtime(runtime, precision, "embedder.runtime")
         self.folder = resolve_model(model, "embedder.model")
         self.layout: Layout = read_layout(self.folder, "embedder.model")
         config, tokenizer, positions = _read_model(self.layout.transformer, model, "embedder.model",
@@ -295,7 +296,7 @@ class RuntimeCrossEncoder:
 
     def __init__(self, model: str, max_length: int = 512, *, runtime: str = "openvino", precision: str = "int8",
                  cache_dir: str | Path | None = None, threads: int = 0, key: str = "search.rerank.model") -> None:
-        _check_runtime(runtime, precision, "search.rerank")
+        _check_runtime(runtime, precision, "search.rerank.runtime")
         self.folder = resolve_model(model, key)
         config, self.tokenizer, positions = _read_model(self.folder, model, key, "search.rerank.max_length", max_length)
         self.max_length = max_length
