@@ -48,7 +48,7 @@ from evalsets import (
 )
 
 from hanrag.api import Index
-from hanrag.config import Config, DenseBackground
+from hanrag.config import Config, DenseBackground, load_config
 from hanrag.eval import query_metrics
 from hanrag.search.candidates import Candidates
 from hanrag.search.fusion import Fused, reweight
@@ -189,12 +189,14 @@ def main() -> None:
                     help="also fit the learned linear ranker (first --fusions method) and report it the same way")
     ap.add_argument("--link-weight", type=float, default=None, help="search.link_weight (to compare)")
     ap.add_argument("--json", type=Path, default=None, help="write the figures here (with the commit measured)")
+    ap.add_argument("--config", type=Path, default=None,
+                    help="start from this config file (hanrag.toml) instead of the defaults (a setting to compare)")
     ap.add_argument("--records", type=Path, default=None,
                     help="write every query run's candidates and features (first --fusions method) to this .npz, "
                          "for benchmarks/fit_ranker.py")
     args = ap.parse_args()
     measured = measured_what()
-    cfg = Config()
+    cfg = load_config(args.config, env=False) if args.config else Config()
     cfg.search.dense_background = args.dense_background
     if args.glossary_weight is not None:
         cfg.search.glossary_weight = args.glossary_weight
@@ -281,7 +283,11 @@ def main() -> None:
                          "glossary_weight": cfg.search.glossary_weight,
                          "expansion_weight": cfg.lexicon.expansion_weight,
                          "xling_translate_weight": cfg.search.xling_translate_weight,
-                         "link_weight": cfg.search.link_weight},
+                         "link_weight": cfg.search.link_weight,
+                         "language_neutral_query": cfg.search.language_neutral_query,
+                         "xling_compete": cfg.search.xling_compete,
+                         "xling_compete_share": cfg.search.xling_compete_share,
+                         "xling_calibration": cfg.search.xling_calibration},
             "fusions": {f: {"mean_held_out_ndcg@10": m, "held_out": held_by[f], "chosen_on_all": final}
                         for f, (m, final) in results.items()},
             "learned_ranker": ranker,

@@ -243,6 +243,12 @@ class SearchConfig:
     # own language ("language", chosen by benchmarks/fit.py's protocol: a multilingual encoder rates every
     # same-language pair higher, and this takes that lead away; see README) or to the whole corpus ("corpus")
     dense_background: DenseBackground = "language"
+    # take the directions that separate the corpus's languages (the differences between their mean chunk vectors,
+    # from the manifest; languages of >= 50 chunks) out of the query vector before any dense step: a multilingual
+    # encoder puts every same-language pair closer, and along those directions a passage scores for its language,
+    # not for what it says. No effect on an index of one language. Off: dense alone gains much in mixed indexes, but
+    # benchmarks/fit.py's protocol did not prefer it for the default search (docs/evaluation.md)
+    language_neutral_query: bool = False
     rrf_k: Annotated[float, Gt(0)] = 2.0
     candidates: Annotated[int, Interval(ge=0, le=10_000)] = 0  # 0 = max(20, 4 * top_k)
     fill_missing: bool = True

@@ -15,6 +15,35 @@ import numpy as np
 from hanrag.backends.base import IndexBackend
 from hanrag.records import Chunk, QueryPlan
 
+# a language shapes the query's language axes only with this many chunks: the mean of fewer is more one page's topic
+# than the language's place in the encoder's space
+AXIS_MIN_CHUNKS = 50
+
+
+def language_axes(means: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Orthonormal rows spanning the differences between the languages' mean chunk vectors (shape (0, dim) with
+    fewer than two languages): the directions along which a multilingual encoder tells the corpus's languages
+    apart."""
+    vecs = [np.asarray(m, dtype=np.float64).reshape(-1) for _, m in sorted(means.items())]
+    if len(vecs) < 2:
+        return np.zeros((0, vecs[0].size if vecs else 0))
+    diffs = np.stack([v - vecs[0] for v in vecs[1:]], axis=1)
+    basis, singular, _ = np.linalg.svd(diffs, full_matrices=False)
+    return basis[:, singular > 1e-9 * max(1.0, float(singular.max()))].T
+
+
+def neutral_query(qvec: np.ndarray, axes: np.ndarray) -> np.ndarray:
+    """``qvec`` without its components along ``axes``, back to unit length (``qvec`` itself when no axis or
+    nothing is left). Scored against a chunk, it gives the cosine of the two with the language axes taken out of
+    both (the chunk's components along them meet nothing in the query): a Korean question no longer prefers a Korean
+    passage for being Korean, and its score to each language's mean — the calibrated background — is one number."""
+    q = np.asarray(qvec, dtype=np.float64).reshape(-1)
+    if axes.size == 0 or axes.shape[1] != q.size:
+        return np.asarray(qvec)
+    out = q - axes.T @ (axes @ q)
+    norm = float(np.linalg.norm(out))
+    return (out / norm).astype(np.asarray(qvec).dtype) if norm > 1e-6 else np.asarray(qvec)
+
 
 class Evidence:
     """The index-side measures of a query over one backend (the analyzer tokenises a plan's terms)."""
@@ -24,6 +53,7 @@ class Evidence:
         self.analyzer = analyzer
         self._dense_mean: np.ndarray | None = None
         self._lang_means: dict[str, np.ndarray] = {}
+        self._axes: np.ndarray | None = None
 
     def term_tokens(self, term: str, plan: QueryPlan) -> list[str]:
         return [t for t in self.analyzer.analyze(term, plan.lang).tokens if t in plan.tokens] or [term]
@@ -75,6 +105,22 @@ class Evidence:
                 best[word] = max(best.get(word, 0.0), self.backend.sparse_ceiling({tok: weights[tok]}))
         ceiling = max(self.query_ceiling(plan, weights), sum(best.values()))
         return float(max(bm25.values()) / ceiling) if ceiling > 0 else 0.0
+
+    def language_axes(self) -> np.ndarray:
+        """The snapshot's language axes (:func:`language_axes` over the manifest's ``dense_mean_by_lang``, languages
+        of at least :data:`AXIS_MIN_CHUNKS` chunks); no axis for an index of one language or built without them."""
+        if self._axes is None:
+            manifest = self.backend.manifest() or {}
+            counts = manifest.get("langs") if isinstance(manifest.get("langs"), dict) else {}
+            means = {g: np.asarray(m, dtype=np.float64) for g, m in (manifest.get("dense_mean_by_lang") or {}).items()
+                     if isinstance(m, list) and m and int(counts.get(g, 0) or 0) >= AXIS_MIN_CHUNKS}
+            sizes = {m.size for m in means.values()}
+            self._axes = language_axes(means) if len(sizes) == 1 else np.zeros((0, 0))
+        return self._axes
+
+    def neutral(self, qvec: np.ndarray) -> np.ndarray:
+        """The query vector with the snapshot's language axes taken out (:func:`neutral_query`)."""
+        return neutral_query(qvec, self.language_axes())
 
     def dense_background(self, qvec: np.ndarray | None, langs: Sequence[str] | None = None
                          ) -> float | np.ndarray | None:

@@ -42,9 +42,11 @@ def _pool() -> ThreadPoolExecutor:
 class Retriever:
     """Draws a query's candidates from one backend; ``embed`` turns a query into its vector."""
 
-    def __init__(self, backend: IndexBackend, embed: Callable[[str], np.ndarray]) -> None:
+    def __init__(self, backend: IndexBackend, embed: Callable[[str], np.ndarray],
+                 neutral: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
         self.backend = backend
         self.embed = embed
+        self.neutral = neutral  # the query vector made language-neutral (Evidence.neutral) before any dense step
         self._parallel: bool | None = None  # dense side in a worker (large indexes; decided on first search)
 
     def large(self) -> bool:
@@ -64,6 +66,8 @@ class Retriever:
         def dense_side() -> tuple[np.ndarray, dict[str, float]]:
             t = time.perf_counter()
             vec = self.embed(request.query) if request.qvec is None else request.qvec
+            if self.neutral is not None:
+                vec = self.neutral(vec)
             times.embed = time.perf_counter() - t
             t = time.perf_counter()
             found = dict(self.backend.dense_search(vec, k, filters))

@@ -84,7 +84,8 @@ class Searcher:
         self.planner = QueryPlanner(cfg, analyzer, lexicon)
         self._reranker = reranker
         self.evidence = Evidence(backend, analyzer)
-        self.retriever = Retriever(backend, lambda query: self.embed_query(query))
+        self.retriever = Retriever(backend, lambda query: self.embed_query(query),
+                                   self.evidence.neutral if cfg.search.language_neutral_query else None)
         self.widener = Widener(backend, cfg, analyzer, self.planner, self.evidence)
 
     # -- pieces -------------------------------------------------------------------------------------
