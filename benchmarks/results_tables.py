@@ -69,6 +69,36 @@ def compete(metric: str = "ndcg@10") -> str:
     return "\n".join(lines) + "\n"
 
 
+FIT_VARIANTS = {
+    "shipped": "shipped (`always`, share .25)",
+    "xling-weak": "`weak`",
+    "xling-share-0": "`always`, share 0",
+    "xling-share-0.5": "`always`, share .5",
+    "xling-share-1": "`always`, share 1",
+    "neutral-centre": "language-neutral query, pools centred",
+    "neutral-nocentre": "language-neutral query, no centring",
+}
+
+
+def fits(metric: str = "mean_held_out_ndcg@10") -> str:
+    """The fitting protocol's figures per setting (fit-<variant>.json, ``fit.py --config fit-<variant>.toml``): the
+    mean leave-one-set-out nDCG@10, and each tuning set scored with weights chosen without it."""
+    runs = {v: json.loads((RESULTS / f"fit-{v}.json").read_text()) for v in FIT_VARIANTS
+            if (RESULTS / f"fit-{v}.json").exists()}
+    if not runs:
+        return ""
+    sets = list(runs["shipped"]["fusions"]["calibrated"]["held_out"])
+    commits = sorted({r["commit"][:7] for r in runs.values()})
+    lines = [f"The fitting protocol per setting, nDCG@10 held out (each tuning set with weights chosen without it): "
+             f"`fit-<variant>.json` ({', '.join(commits)})", "",
+             "| setting | mean | " + " | ".join(sets) + " |", "| --- | ---: |" + " ---: |" * len(sets)]
+    for v, run in runs.items():
+        cal = run["fusions"]["calibrated"]
+        cells = [f"{cal['held_out'][s]:.3f}".lstrip("0") for s in sets]
+        lines.append(f"| {FIT_VARIANTS[v]} | {cal[metric]:.4f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
         print(table("Each set alone", "quality-links-standalone.json", "quality-channels-after.json", "standalone",
@@ -79,6 +109,7 @@ def main() -> None:
                     "mixed", metric))
     print(encoders())
     print(compete())
+    print(fits())
 
 
 if __name__ == "__main__":

@@ -160,7 +160,8 @@ def ablation_configs(cfg) -> dict:
     """name -> (mode, Config): one run per pipeline stage, all from the user's config.
 
     bm25 and dense alone, each fusion (min-max, z-score, RRF k=60 and k=2, ceiling, calibrated), the reference
-    rule preset, the hanrag default, without fill / diversity / cross-lingual, and
+    rule preset, the hanrag default, without fill / diversity / cross-lingual / glossary / corpus links, with a
+    language-neutral query vector (``search.language_neutral_query``), and
     +rerank when ``search.rerank.model`` is set (every other row runs without it).
     """
     base = copy.deepcopy(cfg)
@@ -191,6 +192,10 @@ def ablation_configs(cfg) -> dict:
         "no corpus links": ("hybrid", v(link_weight=0.0)),
         "loanword links only": ("hybrid", v(link_channels=["loanword"])),
         "hanja links only": ("hybrid", v(link_channels=["hanja"])),
+        # the query vector without the directions that separate the corpus's languages; the centring of each
+        # language's pool measured the bias that removes, so it goes too
+        "dense, language-neutral query": ("dense", v(language_neutral_query=True)),
+        "language-neutral query": ("hybrid", v(language_neutral_query=True, xling_calibration="none")),
         "hanrag default": ("hybrid", v()),
     }
     if cfg.search.rerank.model:

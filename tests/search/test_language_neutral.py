@@ -114,3 +114,15 @@ def test_a_language_of_few_chunks_shapes_no_axis(analyzer):
     assert Evidence(backend(analyzer, few), analyzer).language_axes().shape[0] == 0
     top, q = dense_top(analyzer, True, few)
     assert top == "ko-a" and np.array_equal(q, KO_QUERY_ABOUT_C.astype(np.float32))
+
+
+def test_eval_has_the_language_neutral_rows():
+    """`hanrag eval` and benchmarks/quality.py show the channel as ablation rows, from the user's config."""
+    from hanrag.eval import ablation_configs
+
+    rows = ablation_configs(Config())
+    mode, cfg = rows["dense, language-neutral query"]
+    assert mode == "dense" and cfg.search.language_neutral_query
+    mode, cfg = rows["language-neutral query"]
+    assert mode == "hybrid" and cfg.search.language_neutral_query and cfg.search.xling_calibration == "none"
+    assert not rows["hanrag default"][1].search.language_neutral_query
