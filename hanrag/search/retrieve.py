@@ -30,8 +30,9 @@ _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
 
-def _pool() -> ThreadPoolExecutor:
-    """The process's worker threads for a query's dense side (created on first hybrid search)."""
+def dense_workers() -> ThreadPoolExecutor:
+    """The process's worker threads for a query's dense searches on a large index (created on first use): the dense
+    side beside BM25, and the cross-lingual stage's per-language pools side by side."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
@@ -77,7 +78,7 @@ class Retriever:
         # hybrid on a large index: the dense side runs in a worker while BM25 runs here (the HNSW walk and BLAS
         # release the GIL; at 1M chunks BM25's time hides behind the graph walk's). On a small index both take
         # a few ms and the hand-over to a thread would cost more than it saves (the embedder keeps the GIL)
-        pending = _pool().submit(dense_side) if mode == "hybrid" and weights and self.large() else None
+        pending = dense_workers().submit(dense_side) if mode == "hybrid" and weights and self.large() else None
         if mode != "dense" and weights:
             t = time.perf_counter()
             try:

@@ -23,6 +23,7 @@ from hanrag.records import Chunk, Filters, QueryPlan
 from hanrag.search.candidates import Candidates, Request
 from hanrag.search.evidence import Evidence
 from hanrag.search.plan import QueryPlanner
+from hanrag.search.retrieve import PARALLEL_MIN_ROWS, dense_workers
 
 if TYPE_CHECKING:
     from hanrag.search.searcher import StageTimes
@@ -53,6 +54,7 @@ class Widener:
         self.planner = planner
         self.evidence = evidence
         self._index_langs: tuple[str, ...] | None = None
+        self._large: bool | None = None
 
     # -- the snapshot's side ------------------------------------------------------------------------
     @functools.cached_property
@@ -79,6 +81,12 @@ class Widener:
             return {}
         return {side: {str(k): [str(w) for w in ws] for k, ws in table.items() if isinstance(ws, list)}
                 for side, table in keys.items() if isinstance(table, dict)}
+
+    def large(self) -> bool:
+        """The index is big enough for the per-language pools to be searched side by side (asked once)."""
+        if self._large is None:
+            self._large = self.backend.count() >= PARALLEL_MIN_ROWS
+        return self._large
 
     def index_langs(self) -> tuple[str, ...]:
         """Languages present in the index (from the manifest's per-language counts when given)."""
@@ -205,8 +213,16 @@ class Widener:
         """
         dense, chunks = dict(dense), dict(chunks)
         means: dict[str, float] = {}
-        for lang in self.index_langs():
-            hits = self.backend.dense_search(qvec, request.k, with_lang(request.filters, lang))
+        langs = self.index_langs()
+
+        def pool(lang: str) -> list[tuple[str, float]]:
+            return self.backend.dense_search(qvec, request.k, with_lang(request.filters, lang))
+
+        # on a large index the pools are searched side by side (the graph walk and BLAS release the GIL): one
+        # after another they tripled a hybrid search's time at 100,000 chunks (scale-100000-compete-*.json)
+        pools = (list(dense_workers().map(pool, langs)) if len(langs) > 1 and self.large()
+                 else [pool(lang) for lang in langs])
+        for lang, hits in zip(langs, pools, strict=True):
             if not hits:
                 continue
             means[lang] = float(np.mean([s for _, s in hits]))

@@ -196,3 +196,31 @@ def test_a_share_of_the_centring_for_queries_with_strong_own_evidence(parts, emb
     assert set(full) == set(quarter) >= {"ko", "zh"} and any(v != 0 for v in full.values())
     assert all(quarter[lang] == pytest.approx(0.25 * full[lang]) for lang in full)
     assert all(v == 0 for v in none.values())
+
+
+def test_per_language_pools_side_by_side_give_what_one_after_another_gives(parts, embedder, monkeypatch):
+    """On a large index the cross-lingual stage searches each language's pool in worker threads: the widened
+    candidates (offsets, dense scores, chunks) are exactly those of the sequential searches."""
+    from hanrag.search import widen
+
+    def widened(large: bool):
+        s = make(parts, embedder)
+        monkeypatch.setattr(widen.Widener, "large", lambda self: large)
+        calls: list[str] = []
+        search = s.backend.dense_search
+
+        def counted(qvec, k, filters=None):
+            import threading
+
+            calls.append(threading.current_thread().name)
+            return search(qvec, k, filters)
+
+        monkeypatch.setattr(s.backend, "dense_search", counted)
+        return stages(s)[0]["widened"][0], calls
+
+    serial, serial_calls = widened(False)
+    side, side_calls = widened(True)
+    assert serial.offsets and side.offsets == serial.offsets
+    assert side.dense == serial.dense and side.ids == serial.ids and set(side.chunks) == set(serial.chunks)
+    assert any(n.startswith("hanrag-dense") for n in side_calls)
+    assert not any(n.startswith("hanrag-dense") for n in serial_calls)
