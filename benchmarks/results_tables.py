@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-ROWS = ("bm25", "dense", "hanrag default", "no corpus links", "loanword links only", "hanja links only")
+ROWS = ("bm25", "dense", "dense, language-neutral query", "hanrag default", "language-neutral query",
+        "no corpus links", "loanword links only", "hanja links only")
 
 
 def table(title: str, now: str, before: str, part: str, metric: str) -> str:
@@ -101,12 +102,15 @@ def fits(metric: str = "mean_held_out_ndcg@10") -> str:
 
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
-        print(table("Each set alone", "quality-links-standalone.json", "quality-channels-after.json", "standalone",
-                    metric))
+        print(table("Each set alone", "quality-neutral-standalone.json", "quality-links-standalone.json",
+                    "standalone", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("MIXED, one index of every corpus, the first 300 queries of a set (`<set> pooled`: with the "
-                    "pooled judgments of eval/pooled/)", "quality-links-mixed.json", "quality-mixed-after.json",
+                    "pooled judgments of eval/pooled/)", "quality-neutral-mixed.json", "quality-links-mixed.json",
                     "mixed", metric))
+    for metric in ("ndcg@10", "mrr@10"):
+        print(table("The React pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
+                    "quality-neutral-react.json", "quality-react-mixed.json", "mixed", metric))
     print(encoders())
     print(compete())
     print(fits())
