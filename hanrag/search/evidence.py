@@ -53,6 +53,7 @@ class Evidence:
         self.analyzer = analyzer
         self._dense_mean: np.ndarray | None = None
         self._lang_means: dict[str, np.ndarray] = {}
+        self._lang_counts: dict[str, int] = {}
         self._axes: np.ndarray | None = None
 
     def term_tokens(self, term: str, plan: QueryPlan) -> list[str]:
@@ -106,14 +107,28 @@ class Evidence:
         ceiling = max(self.query_ceiling(plan, weights), sum(best.values()))
         return float(max(bm25.values()) / ceiling) if ceiling > 0 else 0.0
 
+    def _read_means(self) -> np.ndarray:
+        """The manifest's mean vectors and per-language chunk counts, read once (a searcher serves one snapshot: a
+        reload makes a new one); returns the overall mean (empty when the manifest has none)."""
+        if self._dense_mean is not None:
+            return self._dense_mean
+        manifest = self.backend.manifest() or {}
+        mean = manifest.get("dense_mean")
+        self._dense_mean = np.asarray(mean, dtype=np.float64) if mean else np.zeros(0)
+        self._lang_means = {g: np.asarray(m, dtype=np.float64)
+                            for g, m in (manifest.get("dense_mean_by_lang") or {}).items() if isinstance(m, list)}
+        counts = manifest.get("langs")
+        self._lang_counts = ({g: n for g, n in counts.items() if isinstance(n, int)} if isinstance(counts, dict)
+                             else {})
+        return self._dense_mean
+
     def language_axes(self) -> np.ndarray:
         """The snapshot's language axes (:func:`language_axes` over the manifest's ``dense_mean_by_lang``, languages
         of at least :data:`AXIS_MIN_CHUNKS` chunks); no axis for an index of one language or built without them."""
         if self._axes is None:
-            manifest = self.backend.manifest() or {}
-            counts = manifest.get("langs") if isinstance(manifest.get("langs"), dict) else {}
-            means = {g: np.asarray(m, dtype=np.float64) for g, m in (manifest.get("dense_mean_by_lang") or {}).items()
-                     if isinstance(m, list) and m and int(counts.get(g, 0) or 0) >= AXIS_MIN_CHUNKS}
+            self._read_means()
+            means = {g: m for g, m in self._lang_means.items()
+                     if m.size and self._lang_counts.get(g, 0) >= AXIS_MIN_CHUNKS}
             sizes = {m.size for m in means.values()}
             self._axes = language_axes(means) if len(sizes) == 1 else np.zeros((0, 0))
         return self._axes
@@ -127,16 +142,11 @@ class Evidence:
         """The query's mean cosine to every chunk (q · the manifest's mean vector) or, with ``langs``, per
         candidate to the chunks of its language (``dense_mean_by_lang``; the overall mean for a language the
         manifest lacks); None when unknown (an index built before the manifest carried it: min-max)."""
-        if self._dense_mean is None:  # read once: a searcher serves one snapshot (a reload makes a new one)
-            manifest = self.backend.manifest() or {}
-            mean = manifest.get("dense_mean")
-            self._dense_mean = np.asarray(mean, dtype=np.float64) if mean else np.zeros(0)
-            self._lang_means = {g: np.asarray(m, dtype=np.float64)
-                                for g, m in (manifest.get("dense_mean_by_lang") or {}).items()}
-        if qvec is None or self._dense_mean.size != np.asarray(qvec).size:
+        mean = self._read_means()
+        if qvec is None or mean.size != np.asarray(qvec).size:
             return None
         q = np.asarray(qvec, dtype=np.float64).reshape(-1)
-        overall = float(np.dot(self._dense_mean, q))
+        overall = float(np.dot(mean, q))
         if langs is None:
             return overall
         per = {g: float(np.dot(m, q)) for g, m in self._lang_means.items() if m.size == q.size}

@@ -126,3 +126,18 @@ def test_eval_has_the_language_neutral_rows():
     mode, cfg = rows["language-neutral query"]
     assert mode == "hybrid" and cfg.search.language_neutral_query and cfg.search.xling_calibration == "none"
     assert not rows["hanrag default"][1].search.language_neutral_query
+
+
+def test_a_manifest_without_usable_means_or_counts_gives_no_axis(analyzer):
+    """An index built before the manifest carried per-language means, or a hand-edited one: the query stays as it
+    is, and the search runs."""
+    for manifest in ({"dense_mean_by_lang": None}, {"langs": "ko,en"}, {"langs": {"ko": "many", "en": 100}},
+                     {"dense_mean_by_lang": {"ko": "x", "en": [0.0] * DIM}}):
+        b = backend(analyzer, {"ko": AXIS_MIN_CHUNKS, "en": AXIS_MIN_CHUNKS})
+        b._manifest.update(manifest)
+        assert Evidence(b, analyzer).language_axes().shape[0] == 0, manifest
+        cfg = Config()
+        cfg.search.language_neutral_query = True
+        hits = Searcher(b, cfg, embedder=None, analyzer=analyzer).run(
+            "씨 주제", top_k=2, mode="dense", qvec=KO_QUERY_ABOUT_C.astype(np.float32)).hits
+        assert len(hits) == 2
