@@ -86,7 +86,7 @@ class Searcher:
         self.evidence = Evidence(backend, analyzer)
         self.retriever = Retriever(backend, lambda query: self.embed_query(query),
                                    self.evidence.neutral if cfg.search.language_neutral_query else None)
-        self.widener = Widener(backend, cfg, analyzer, self.planner, self.evidence)
+        self.widener = Widener(backend, cfg, analyzer, self.planner, self.evidence, self.retriever.large)
 
     # -- pieces -------------------------------------------------------------------------------------
     @property

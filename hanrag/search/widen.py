@@ -23,7 +23,7 @@ from hanrag.records import Chunk, Filters, QueryPlan
 from hanrag.search.candidates import Candidates, Request
 from hanrag.search.evidence import Evidence
 from hanrag.search.plan import QueryPlanner
-from hanrag.search.retrieve import PARALLEL_MIN_ROWS, dense_workers
+from hanrag.search.retrieve import dense_workers
 
 if TYPE_CHECKING:
     from hanrag.search.searcher import StageTimes
@@ -47,14 +47,14 @@ class Widener:
     from the manifest once)."""
 
     def __init__(self, backend: IndexBackend, cfg: Config, analyzer, planner: QueryPlanner,
-                 evidence: Evidence) -> None:
+                 evidence: Evidence, large: Callable[[], bool] = lambda: False) -> None:
         self.backend = backend
         self.cfg = cfg
         self.analyzer = analyzer
         self.planner = planner
         self.evidence = evidence
         self._index_langs: tuple[str, ...] | None = None
-        self._large: bool | None = None
+        self.large = large  # a large index (Retriever.large): the per-language pools are searched side by side
 
     # -- the snapshot's side ------------------------------------------------------------------------
     @functools.cached_property
@@ -81,12 +81,6 @@ class Widener:
             return {}
         return {side: {str(k): [str(w) for w in ws] for k, ws in table.items() if isinstance(ws, list)}
                 for side, table in keys.items() if isinstance(table, dict)}
-
-    def large(self) -> bool:
-        """The index is big enough for the per-language pools to be searched side by side (asked once)."""
-        if self._large is None:
-            self._large = self.backend.count() >= PARALLEL_MIN_ROWS
-        return self._large
 
     def index_langs(self) -> tuple[str, ...]:
         """Languages present in the index (from the manifest's per-language counts when given)."""

@@ -6,6 +6,7 @@ arithmetic."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Mapping
 
 import numpy as np
@@ -201,17 +202,13 @@ def test_a_share_of_the_centring_for_queries_with_strong_own_evidence(parts, emb
 def test_per_language_pools_side_by_side_give_what_one_after_another_gives(parts, embedder, monkeypatch):
     """On a large index the cross-lingual stage searches each language's pool in worker threads: the widened
     candidates (offsets, dense scores, chunks) are exactly those of the sequential searches."""
-    from hanrag.search import widen
-
     def widened(large: bool):
         s = make(parts, embedder)
-        monkeypatch.setattr(widen.Widener, "large", lambda self: large)
+        monkeypatch.setattr(s.widener, "large", lambda: large)
         calls: list[str] = []
         search = s.backend.dense_search
 
         def counted(qvec, k, filters=None):
-            import threading
-
             calls.append(threading.current_thread().name)
             return search(qvec, k, filters)
 
