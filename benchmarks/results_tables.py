@@ -88,7 +88,7 @@ def fits(metric: str = "mean_held_out_ndcg@10") -> str:
             if (RESULTS / f"fit-{v}.json").exists()}
     if not runs:
         return ""
-    sets = list(runs["shipped"]["fusions"]["calibrated"]["held_out"])
+    sets = list(next(iter(runs.values()))["fusions"]["calibrated"]["held_out"])
     commits = sorted({r["commit"][:7] for r in runs.values()})
     lines = [f"The fitting protocol per setting, nDCG@10 held out (each tuning set with weights chosen without it): "
              f"`fit-<variant>.json` ({', '.join(commits)})", "",
