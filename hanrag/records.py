@@ -201,6 +201,9 @@ class QueryPlan(_Record):
     rerank_candidates: int | None = None
     rerank_ms: float | None = field(default=None, compare=False)
     rerank_budget_ms: int | None = None
+    # with search.language_neutral_query, how many language axes the query vector left out before the dense side
+    # (0 in an index of one language); None when the setting is off or no dense side ran
+    language_axes: int | None = None
 
 
 @dataclass(frozen=True)

@@ -286,6 +286,9 @@ def render_hits(plan, hits, explain: bool, out: Console | None = None) -> None:
         out.print(data(f"  terms: {', '.join(plan.terms) or '—'}"), highlight=False)
         exps = ", ".join(f"{t} ×{w:.2f}" for t, w in plan.expansions)
         out.print(data(f"  expansions: {exps or '—'}"), highlight=False)
+        if plan.language_axes is not None:
+            out.print(data(f"  dense: the query vector without {plan.language_axes} language axes "
+                           "(search.language_neutral_query)"), highlight=False)
         if plan.reranked is not None:
             budget = f"budget {plan.rerank_budget_ms} ms" if plan.rerank_budget_ms else "no budget"
             out.print(data(f"  rerank: reranked {plan.reranked} of {plan.rerank_candidates} in "

@@ -14,6 +14,7 @@ backend; the kept hit lists their sources in ``also_in``.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -189,6 +190,10 @@ class Searcher:
         """:meth:`fused_candidates` for a built request."""
         planned = self.planned(request, times)
         cand = self.retriever.retrieve(request, planned, times)
+        # said in the plan (every score explained): the dense side ran on the language-neutral vector
+        if self.retriever.neutral is not None and request.mode != "bm25" and cand.qvec is not None:
+            axes = int(self.evidence.language_axes().shape[0])
+            cand = dataclasses.replace(cand, plan=dataclasses.replace(cand.plan, language_axes=axes))
         if not cand.ids:
             return cand, None
         if request.mode == "hybrid" and self.cfg.search.cross_lingual:

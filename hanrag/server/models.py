@@ -118,6 +118,10 @@ class PlanOut(BaseModel):
     rerank_budget_ms: int | None = Field(
         default=None, description="search.rerank.budget_ms the stage ran under (0 = no budget)"
     )
+    language_axes: int | None = Field(
+        default=None, description="language axes the query vector left out (search.language_neutral_query; null "
+                                  "when off or no dense side ran)"
+    )
 
 
 class SearchOut(BaseModel):

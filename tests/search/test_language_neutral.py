@@ -141,3 +141,38 @@ def test_a_manifest_without_usable_means_or_counts_gives_no_axis(analyzer):
         hits = Searcher(b, cfg, embedder=None, analyzer=analyzer).run(
             "씨 주제", top_k=2, mode="dense", qvec=KO_QUERY_ABOUT_C.astype(np.float32)).hits
         assert len(hits) == 2
+
+
+def test_the_plan_says_how_many_language_axes_the_query_left_out(analyzer):
+    """Every score explained: the plan (and so --explain, the server's plan and the inspector) carries it."""
+    many = {"ko": AXIS_MIN_CHUNKS, "en": AXIS_MIN_CHUNKS}
+    for neutral, mode, expected in ((True, "dense", 1), (True, "hybrid", 1), (False, "hybrid", None),
+                                    (True, "bm25", None)):
+        cfg = Config()
+        cfg.search.language_neutral_query = neutral
+        s = Searcher(backend(analyzer, many), cfg, embedder=None, analyzer=analyzer)
+        plan = s.run("씨 주제는 무엇인가", top_k=2, mode=mode, qvec=KO_QUERY_ABOUT_C.astype(np.float32)).plan
+        assert plan.language_axes == expected, (neutral, mode)
+    one = Searcher(backend(analyzer, {"ko": AXIS_MIN_CHUNKS, "en": 1}), cfg_on(), embedder=None, analyzer=analyzer)
+    assert one.run("씨 주제", top_k=2, mode="dense", qvec=KO_QUERY_ABOUT_C.astype(np.float32)).plan.language_axes == 0
+
+
+def cfg_on() -> Config:
+    cfg = Config()
+    cfg.search.language_neutral_query = True
+    return cfg
+
+
+def test_explain_prints_the_language_axes(analyzer):
+    import io
+
+    from rich.console import Console
+
+    from hanrag.commands.search import render_hits
+
+    s = Searcher(backend(analyzer, {"ko": AXIS_MIN_CHUNKS, "en": AXIS_MIN_CHUNKS}), cfg_on(), embedder=None,
+                 analyzer=analyzer)
+    res = s.run("씨 주제", top_k=2, mode="dense", qvec=KO_QUERY_ABOUT_C.astype(np.float32), explain=True)
+    buf = io.StringIO()
+    render_hits(res.plan, res.hits, True, Console(file=buf, width=200))
+    assert "the query vector without 1 language axes" in buf.getvalue()
