@@ -122,7 +122,9 @@ def check_interrupted(rc: int, terminal: str, stdout: str, message: str) -> None
 @pytest.mark.slow
 def test_ctrl_c_mid_embedding(tmp_path):
     corpus, index = tmp_path / "corpus", tmp_path / "index"
-    n = 6 * EMBED_CALL  # a few calls of texts: the interrupt lands while most are still to embed
+    # many calls of texts, so that the interrupt lands while most are still to embed even on a loaded machine (with
+    # 6 calls, under the full suite's load, the last call was sometimes done before the signal arrived)
+    n = 24 * EMBED_CALL
     write_corpus(corpus, n)
 
     # a first build: nothing was published, and the folder is left with the cache only (no .build.lock)
