@@ -277,6 +277,10 @@ class SearchConfig:
     # .25} on the tuning side (MIXED shared sets, the React pair's index, the tuning sets alone): .25 is the largest
     # with no tuning set losing more than .01 (1: cranfield_en in MIXED .350 -> .096; .5: .295); docs/evaluation.md
     xling_compete_share: Unit = 0.25
+    # with "always" and strong own-language evidence: a language whose own passages match the query lexically (its
+    # best chunk at least xling_min_evidence of the query's ceiling: through corpus links, glossary names or shared
+    # words) is a contender and is centred fully; the share applies to the languages without such evidence
+    xling_compete_by_evidence: bool = False
     # weight of English->Chinese dictionary translations added to the BM25 query of a weak-evidence English query
     # (0 = off); one word's translations share it. Fitted two-fold over {.5, 1, 1.5, 2, 3, 4, 6} on MIXED
     # xquad_en2zh + cranfield_en and standalone xquad_en2zh (no set losing > .002 on the fitting half): both

@@ -130,11 +130,20 @@ class Widener:
             t = time.perf_counter()
             offsets, dense, chunks = self.language_pools(request, cand.qvec, cand.plan.lang, cand.dense, cand.chunks)
             if not weak_own:  # competing only by xling_compete = "always": a share of the centring
-                offsets = {lang: off * sc.xling_compete_share for lang, off in offsets.items()}
+                offsets = {lang: off * self.share(lang, cand, ceiling) for lang, off in offsets.items()}
             cand = dataclasses.replace(cand, dense=dense, chunks=chunks, offsets=offsets,
                                        ids=tuple(dict.fromkeys([*cand.ids, *dense])))
             times.dense += time.perf_counter() - t
         return cand
+
+    def share(self, lang: str, cand: Candidates, ceiling: float) -> float:
+        """The share of ``lang``'s centring for a query with strong own-language evidence: ``xling_compete_share``,
+        or all of it for a language whose own passages match the query lexically (``xling_compete_by_evidence``)."""
+        sc = self.cfg.search
+        if sc.xling_compete_by_evidence and self.evidence.lexical_evidence(
+                cand.plan, cand.weights, cand.bm25, cand.chunks, lang=lang, ceiling=ceiling) >= sc.xling_min_evidence:
+            return 1.0
+        return sc.xling_compete_share
 
     def add_tokens(self, request: Request, cand: Candidates,
                    extra_of: Callable[[QueryPlan, Mapping[str, float]], Extra], times: StageTimes) -> Candidates:
