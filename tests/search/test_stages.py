@@ -199,6 +199,30 @@ def test_a_share_of_the_centring_for_queries_with_strong_own_evidence(parts, emb
     assert all(v == 0 for v in none.values())
 
 
+def test_a_language_with_lexical_evidence_is_centred_fully(parts, embedder):
+    """search.xling_compete_by_evidence: a language whose own passages match the query lexically (here a Korean
+    runbook that writes the kubectl command) is centred fully; a language without such evidence keeps the share."""
+    chunks, tokens, vectors, analyzer = parts
+    text = "실패한 deployment는 kubectl rollout undo 명령으로 롤백한다."
+    extra = Chunk(chunk_id="deploy/ko", doc_id="ko/deploy.md", text=text, start=0, end=len(text),
+                  source="ko/deploy.md", path="ko/deploy.md", lang="ko")
+    backend = MemoryBackend([*chunks, extra], [*tokens, analyzer.tokenize_many([text], ["ko"])[0]],
+                            np.vstack([vectors, embedder.encode_passages([text])]).astype(np.float32))
+    query = "roll back a failed kubernetes deployment with kubectl rollout undo"
+
+    def offsets(by_evidence: bool):
+        cfg = Config()
+        cfg.search.xling_compete, cfg.search.xling_compete_share = "always", 0.25
+        cfg.search.xling_compete_by_evidence = by_evidence
+        s = Searcher(backend, cfg, embedder=embedder, analyzer=analyzer)
+        return stages(s, query)[0]["widened"][0].offsets
+
+    share, by_evidence = offsets(False), offsets(True)
+    assert set(share) == set(by_evidence) >= {"ko", "zh"} and share["ko"] != 0 and share["zh"] != 0
+    assert by_evidence["ko"] == pytest.approx(4 * share["ko"])  # Korean matches kubectl rollout undo: all of it
+    assert by_evidence["zh"] == pytest.approx(share["zh"])  # nothing Chinese matches: the share
+
+
 def test_per_language_pools_side_by_side_give_what_one_after_another_gives(parts, embedder, monkeypatch):
     """On a large index the cross-lingual stage searches each language's pool in worker threads: the widened
     candidates (offsets, dense scores, chunks) are exactly those of the sequential searches."""
