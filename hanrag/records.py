@@ -204,6 +204,11 @@ class QueryPlan(_Record):
     # with search.language_neutral_query, how many language axes the query vector left out before the dense side
     # (0 in an index of one language); None when the setting is off or no dense side ran
     language_axes: int | None = None
+    # the cross-lingual stage's centring, when other languages competed (hybrid): per other corpus language, what was
+    # added to its chunks' cosines before fusion (its pool mean below the query language's, times the share) and the
+    # share of the centring it got (1 on weak own-language evidence or, with search.xling_compete_by_evidence, for a
+    # language whose passages match the query lexically; else search.xling_compete_share); () when none ran
+    language_centring: tuple[tuple[str, float, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -289,6 +289,9 @@ def render_hits(plan, hits, explain: bool, out: Console | None = None) -> None:
         if plan.language_axes is not None:
             out.print(data(f"  dense: the query vector without {plan.language_axes} language axes "
                            "(search.language_neutral_query)"), highlight=False)
+        if plan.language_centring:
+            parts = ", ".join(f"{lang} {added:+.3f} (share {share:g})" for lang, added, share in plan.language_centring)
+            out.print(data(f"  centring: {parts}"), highlight=False)
         if plan.reranked is not None:
             budget = f"budget {plan.rerank_budget_ms} ms" if plan.rerank_budget_ms else "no budget"
             out.print(data(f"  rerank: reranked {plan.reranked} of {plan.rerank_candidates} in "

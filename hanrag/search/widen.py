@@ -129,10 +129,14 @@ class Widener:
         if compete and sc.xling_calibration == "center" and cand.qvec is not None:
             t = time.perf_counter()
             offsets, dense, chunks = self.language_pools(request, cand.qvec, cand.plan.lang, cand.dense, cand.chunks)
-            if not weak_own:  # competing only by xling_compete = "always": a share of the centring
-                offsets = {lang: off * self.share(lang, cand, ceiling) for lang, off in offsets.items()}
+            # competing only by xling_compete = "always": a share of the centring
+            shares = {lang: 1.0 if weak_own else self.share(lang, cand, ceiling) for lang in offsets}
+            offsets = {lang: off * shares[lang] for lang, off in offsets.items()}
+            centring = tuple((lang, round(-offsets[lang], 4) + 0.0, shares[lang])  # + 0.0: never -0.0
+                             for lang in sorted(offsets) if lang != cand.plan.lang)
             cand = dataclasses.replace(cand, dense=dense, chunks=chunks, offsets=offsets,
-                                       ids=tuple(dict.fromkeys([*cand.ids, *dense])))
+                                       ids=tuple(dict.fromkeys([*cand.ids, *dense])),
+                                       plan=dataclasses.replace(cand.plan, language_centring=centring))
             times.dense += time.perf_counter() - t
         return cand
 

@@ -122,6 +122,11 @@ class PlanOut(BaseModel):
         default=None, description="language axes the query vector left out (search.language_neutral_query; null "
                                   "when off or no dense side ran)"
     )
+    language_centring: list[tuple[str, float, float]] = Field(
+        default_factory=list,
+        description="per corpus language: what the cross-lingual stage added to its chunks' cosines before fusion, "
+                    "and the share of the centring it got (empty when other languages did not compete)",
+    )
 
 
 class SearchOut(BaseModel):

@@ -210,17 +210,48 @@ def test_a_language_with_lexical_evidence_is_centred_fully(parts, embedder):
                             np.vstack([vectors, embedder.encode_passages([text])]).astype(np.float32))
     query = "roll back a failed kubernetes deployment with kubectl rollout undo"
 
-    def offsets(by_evidence: bool):
+    def widened(by_evidence: bool) -> Candidates:
         cfg = Config()
         cfg.search.xling_compete, cfg.search.xling_compete_share = "always", 0.25
         cfg.search.xling_compete_by_evidence = by_evidence
         s = Searcher(backend, cfg, embedder=embedder, analyzer=analyzer)
-        return stages(s, query)[0]["widened"][0].offsets
+        return stages(s, query)[0]["widened"][0]
 
-    share, by_evidence = offsets(False), offsets(True)
+    plain, gated = widened(False), widened(True)
+    share, by_evidence = plain.offsets, gated.offsets
     assert set(share) == set(by_evidence) >= {"ko", "zh"} and share["ko"] != 0 and share["zh"] != 0
     assert by_evidence["ko"] == pytest.approx(4 * share["ko"])  # Korean matches kubectl rollout undo: all of it
     assert by_evidence["zh"] == pytest.approx(share["zh"])  # nothing Chinese matches: the share
+
+    # the plan says it (every score explained): what each language's cosines got, and its share
+    centring = {lang: (added, s) for lang, added, s in gated.plan.language_centring}
+    assert centring["ko"] == (pytest.approx(-by_evidence["ko"], abs=1e-4), 1.0)
+    assert centring["zh"] == (pytest.approx(-by_evidence["zh"], abs=1e-4), 0.25)
+    assert "en" not in centring  # the query's own language: nothing added
+    assert {lang: s for lang, _, s in plain.plan.language_centring} == {"ko": 0.25, "zh": 0.25}
+
+
+def test_explain_prints_the_centring(parts, embedder):
+    """--explain prints what the cross-lingual stage added to each language's cosines; a one-language index, where
+    no other language competes, prints no centring line."""
+    import io
+
+    from rich.console import Console
+
+    from hanrag.commands.search import render_hits
+
+    def shown(s: Searcher) -> str:
+        res = s.run("roll back a failed kubernetes deployment with kubectl rollout undo", top_k=3, explain=True)
+        buf = io.StringIO()
+        render_hits(res.plan, res.hits, True, Console(file=buf, width=200))
+        return buf.getvalue()
+
+    line = [ln for ln in shown(make(parts, embedder)).splitlines() if "centring:" in ln]
+    assert len(line) == 1 and "ko +" in line[0] and "zh +" in line[0] and "en " not in line[0], line
+    chunks, tokens, vectors, analyzer = parts
+    en = [i for i, c in enumerate(chunks) if c.lang == "en"]
+    one = MemoryBackend([chunks[i] for i in en], [tokens[i] for i in en], vectors[en])
+    assert "centring:" not in shown(Searcher(one, Config(), embedder=embedder, analyzer=analyzer))
 
 
 def test_per_language_pools_side_by_side_give_what_one_after_another_gives(parts, embedder, monkeypatch):
