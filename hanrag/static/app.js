@@ -172,6 +172,17 @@
       planEl.append(ex);
     }
     if (plan.terms.length) planEl.append(el("span", {}, "domain terms ", el("b", {}, plan.terms.join(", "))));
+    if (plan.lexical_evidence !== null && plan.lexical_evidence !== undefined) {
+      planEl.append(el("span", {}, "lexical evidence ", el("b", {}, fmt(plan.lexical_evidence, 2))));
+    }
+    // the cross-lingual stage: what each other language's cosines got before fusion, and its share of the centring
+    if (plan.language_centring && plan.language_centring.length) {
+      const c = el("span", { class: "terms centring" }, "centring ");
+      for (const [lang, added, share] of plan.language_centring) {
+        c.append(el("span", { class: "term", title: "share " + share }, lang + " " + (added >= 0 ? "+" : "") + fmt(added, 3)));
+      }
+      planEl.append(c);
+    }
   }
 
   function splitList(value) {

@@ -73,6 +73,9 @@ def test_korean_query_highlights_and_explains(inspector_url: str, driver, tmp_pa
         assert stage in table
     plan = driver.find_element(By.ID, "plan")
     assert plan.is_displayed() and rule in plan.text
+    # the cross-lingual stage's centring of the other languages (the test corpus holds Hanja and English pages)
+    centring = plan.find_element(By.CSS_SELECTOR, ".centring").text
+    assert centring.startswith("centring") and "ko" not in centring.split()[1:] and "+" in centring, centring
     # source link and badges
     link = first.find_element(By.CSS_SELECTOR, ".meta a.source")
     assert link.get_attribute("href").startswith("https://example.org/")
