@@ -71,11 +71,14 @@ def compete(metric: str = "ndcg@10") -> str:
 
 
 FIT_VARIANTS = {
-    "shipped": "shipped (`always`, share .25)",
+    "xling-by-evidence": "shipped: `always`, share .25, a language with lexical evidence centred fully",
+    "xling-by-evidence-share-0": "the same, share 0",
+    "xling-by-evidence-share-0.5": "the same, share .5",
+    "xling-share-0.25": "`always`, share .25 for every language (the default before)",
     "xling-weak": "`weak`",
-    "xling-share-0": "`always`, share 0",
-    "xling-share-0.5": "`always`, share .5",
-    "xling-share-1": "`always`, share 1",
+    "xling-share-0": "`always`, share 0 for every language",
+    "xling-share-0.5": "`always`, share .5 for every language",
+    "xling-share-1": "`always`, share 1 for every language",
     "neutral-centre": "language-neutral query, pools centred",
     "neutral-nocentre": "language-neutral query, no centring",
 }
