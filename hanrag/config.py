@@ -824,6 +824,16 @@ def _too_deep(value: Any) -> bool:
     return False
 
 
+def _not_a_file(p: Path) -> str:
+    """Why ``p``, which is not a regular file, cannot be read as a config (a FIFO or a device would block or never
+    end: it is refused, not read)."""
+    if not p.exists():
+        return "config file not found (create one with `hanrag init`)"
+    if p.is_dir():
+        return "is a folder, not a config file"
+    return "is not a regular file (a pipe, socket or device): a config must be a file"
+
+
 def load_config(path: str | Path | None = None, *, env: bool = True,
                 environ: typing.Mapping[str, str] | None = None) -> Config:
     """Read ``path`` (or defaults when None), apply the overrides of ``environ`` (default: this process's
@@ -835,7 +845,7 @@ def load_config(path: str | Path | None = None, *, env: bool = True,
         p = Path(path)
         source = str(p)
         if not p.is_file():
-            raise ConfigError(f"{p}: config file not found (create one with `hanrag init`)")
+            raise ConfigError(f"{p}: {_not_a_file(p)}")
         try:
             data = _loads(read_config_text(p))
         except ConfigError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -44,6 +45,15 @@ def test_config_errors_name_the_section_and_hint_by_case(tmp_path: Path) -> None
     missing = run("doctor", str(tmp_path), "--config", str(tmp_path / "nope.toml"))
     assert missing.exit_code == 2 and "config file not found" in missing.output
     assert "init --print" not in missing.output and f"hanrag init {tmp_path / 'nope.toml'}" in missing.output
+    # a folder or a named pipe is there but is not a file: said so (a pipe is never read: it could block forever)
+    folder = run("doctor", str(tmp_path), "--config", str(tmp_path))
+    assert folder.exit_code == 2 and "is a folder, not a config file" in folder.output
+    assert "not found" not in folder.output and "hanrag init" not in folder.output
+    fifo = tmp_path / "pipe.toml"
+    os.mkfifo(fifo)
+    piped = run("doctor", str(tmp_path), "--config", str(fifo))
+    assert piped.exit_code == 2 and "is not a regular file" in piped.output and "not found" not in piped.output
+    assert "name a TOML config file" in piped.output
 
 
 def _corpus(root: Path, files: dict[str, str]) -> Path:

@@ -54,8 +54,10 @@ def load(config: Path | None) -> Config:
     try:
         return load_config(config)
     except ConfigError as exc:
-        if config is not None and not config.is_file():
+        if config is not None and not config.exists():
             fail(str(exc), f"write one with `hanrag init {config}`, or leave out --config for the defaults")
+        if config is not None and not config.is_file():
+            fail(str(exc), "name a TOML config file, or leave out --config for the defaults")
         fail(str(exc), "compare the file with the full commented config: `hanrag init --print`")
         raise  # unreachable
 
