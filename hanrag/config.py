@@ -283,6 +283,11 @@ class SearchConfig:
     # benchmarks/fit.py: mean leave-one-set-out nDCG@10 .7054 against .7020 without it (no tuning set losing more
     # than .003); with it, share 0 / .25 / .5 give .7046 / .7054 / .7049 (.5: cranfield_en -.016)
     xling_compete_by_evidence: bool = True
+    # lexical parity: with other languages competing, a language whose own passages match the query lexically (at
+    # least xling_min_evidence of the ceiling) but less than the query's own language has its BM25 scores scaled up so
+    # that its best match equals the own language's best: a Korean question matches a Korean page on every word, an
+    # English page only through the words the corpus links, glosses or shares, so raw scores favour the own language
+    xling_lexical_parity: bool = False
     # weight of English->Chinese dictionary translations added to the BM25 query of a weak-evidence English query
     # (0 = off); one word's translations share it. Fitted two-fold over {.5, 1, 1.5, 2, 3, 4, 6} on MIXED
     # xquad_en2zh + cranfield_en and standalone xquad_en2zh (no set losing > .002 on the fitting half): both

@@ -209,6 +209,9 @@ class QueryPlan(_Record):
     # share of the centring it got (1 on weak own-language evidence or, with search.xling_compete_by_evidence, for a
     # language whose passages match the query lexically; else search.xling_compete_share); () when none ran
     language_centring: tuple[tuple[str, float, float], ...] = ()
+    # with search.xling_lexical_parity: per other language whose passages match the query lexically, less than its own
+    # language's do, the factor its BM25 scores were multiplied by before fusion; () when none
+    lexical_parity: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -292,6 +292,9 @@ def render_hits(plan, hits, explain: bool, out: Console | None = None) -> None:
         if plan.language_centring:
             parts = ", ".join(f"{lang} {added:+.3f} (share {share:g})" for lang, added, share in plan.language_centring)
             out.print(data(f"  centring: {parts}"), highlight=False)
+        if plan.lexical_parity:
+            parts = ", ".join(f"{lang} ×{f:.2f}" for lang, f in plan.lexical_parity)
+            out.print(data(f"  BM25 parity: {parts}"), highlight=False)
         if plan.reranked is not None:
             budget = f"budget {plan.rerank_budget_ms} ms" if plan.rerank_budget_ms else "no budget"
             out.print(data(f"  rerank: reranked {plan.reranked} of {plan.rerank_candidates} in "

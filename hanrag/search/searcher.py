@@ -223,6 +223,8 @@ class Searcher:
         b_arr, d_arr = self._scores(cand, mode)
         if cand.offsets:
             d_arr = d_arr - np.array([cand.offsets.get(cand.chunks[c].lang, 0.0) for c in cand.ids])
+        if cand.bm25_scales:
+            b_arr = b_arr * np.array([cand.bm25_scales.get(cand.chunks[c].lang, 1.0) for c in cand.ids])
         if mode == "hybrid":
             ceiling = self.evidence.query_ceiling(cand.plan, cand.weights) if sc.fusion == "ceiling" else 0.0
             langs = [cand.chunks[c].lang for c in cand.ids] if sc.dense_background == "language" else None

@@ -130,7 +130,8 @@ class Widener:
             t = time.perf_counter()
             offsets, dense, chunks = self.language_pools(request, cand.qvec, cand.plan.lang, cand.dense, cand.chunks)
             # competing only by xling_compete = "always": a share of the centring
-            shares = {lang: 1.0 if weak_own else self.share(lang, cand, ceiling) for lang in offsets}
+            by_lang = self.evidence_by_language(cand, ceiling)
+            shares = {lang: 1.0 if weak_own else self.share(by_lang.get(lang, 0.0)) for lang in offsets}
             offsets = {lang: off * shares[lang] for lang, off in offsets.items()}
             centring = tuple((lang, round(-offsets[lang], 4) + 0.0, shares[lang])  # + 0.0: never -0.0
                              for lang in sorted(offsets) if lang != cand.plan.lang)
@@ -138,16 +139,31 @@ class Widener:
                                        ids=tuple(dict.fromkeys([*cand.ids, *dense])),
                                        plan=dataclasses.replace(cand.plan, language_centring=centring))
             times.dense += time.perf_counter() - t
+        if compete and sc.xling_lexical_parity:
+            scales = self.lexical_parity(cand.plan.lang, self.evidence_by_language(cand, ceiling))
+            if scales:
+                cand = dataclasses.replace(cand, bm25_scales=scales, plan=dataclasses.replace(
+                    cand.plan, lexical_parity=tuple((lang, round(f, 4)) for lang, f in sorted(scales.items()))))
         return cand
 
-    def share(self, lang: str, cand: Candidates, ceiling: float) -> float:
-        """The share of ``lang``'s centring for a query with strong own-language evidence: ``xling_compete_share``,
-        or all of it for a language whose own passages match the query lexically (``xling_compete_by_evidence``)."""
+    def lexical_parity(self, own: str, by_lang: Mapping[str, float]) -> dict[str, float]:
+        """Per other language whose passages match the query lexically (at least ``xling_min_evidence`` of the
+        ceiling) but less than the query's own language ``own``: the factor that puts its best BM25 on the own
+        best."""
+        floor, mine = self.cfg.search.xling_min_evidence, by_lang.get(own, 0.0)
+        return {lang: mine / e for lang, e in by_lang.items() if lang != own and floor <= e < mine}
+
+    def evidence_by_language(self, cand: Candidates, ceiling: float) -> dict[str, float]:
+        """The query's lexical evidence in each language of the index (:meth:`Evidence.lexical_evidence`)."""
+        return {lang: self.evidence.lexical_evidence(cand.plan, cand.weights, cand.bm25, cand.chunks, lang=lang,
+                                                     ceiling=ceiling) for lang in self.index_langs()}
+
+    def share(self, evidence: float) -> float:
+        """The share of a language's centring for a query with strong own-language evidence, given that language's
+        own lexical evidence: ``xling_compete_share``, or all of it for a language whose own passages match the
+        query lexically (``xling_compete_by_evidence``)."""
         sc = self.cfg.search
-        if sc.xling_compete_by_evidence and self.evidence.lexical_evidence(
-                cand.plan, cand.weights, cand.bm25, cand.chunks, lang=lang, ceiling=ceiling) >= sc.xling_min_evidence:
-            return 1.0
-        return sc.xling_compete_share
+        return 1.0 if sc.xling_compete_by_evidence and evidence >= sc.xling_min_evidence else sc.xling_compete_share
 
     def add_tokens(self, request: Request, cand: Candidates,
                    extra_of: Callable[[QueryPlan, Mapping[str, float]], Extra], times: StageTimes) -> Candidates:

@@ -127,6 +127,11 @@ class PlanOut(BaseModel):
         description="per corpus language: what the cross-lingual stage added to its chunks' cosines before fusion, "
                     "and the share of the centring it got (empty when other languages did not compete)",
     )
+    lexical_parity: list[tuple[str, float]] = Field(
+        default_factory=list,
+        description="search.xling_lexical_parity: per other language matching the query lexically, less than its own "
+                    "language, the factor its BM25 scores were multiplied by before fusion",
+    )
 
 
 class SearchOut(BaseModel):

@@ -231,6 +231,33 @@ def test_a_language_with_lexical_evidence_is_centred_fully(parts, embedder):
     assert {lang: s for lang, _, s in plain.plan.language_centring} == {"ko": 0.25, "zh": 0.25}
 
 
+def test_lexical_parity_puts_a_matching_language_s_best_on_the_own_best(parts, embedder):
+    """search.xling_lexical_parity: a language whose passages match the query lexically, less than the own language's,
+    has its BM25 scaled so that its best equals the own best; a language matching nothing is left as it is."""
+    chunks, tokens, vectors, analyzer = parts
+    text = "실패한 deployment는 kubectl rollout undo 명령으로 롤백한다."
+    extra = Chunk(chunk_id="deploy/ko", doc_id="ko/deploy.md", text=text, start=0, end=len(text),
+                  source="ko/deploy.md", path="ko/deploy.md", lang="ko")
+    backend = MemoryBackend([*chunks, extra], [*tokens, analyzer.tokenize_many([text], ["ko"])[0]],
+                            np.vstack([vectors, embedder.encode_passages([text])]).astype(np.float32))
+    query = "roll back a failed kubernetes deployment with kubectl rollout undo"
+
+    def run(parity: bool):
+        cfg = Config()
+        cfg.search.xling_lexical_parity = parity
+        s = Searcher(backend, cfg, embedder=embedder, analyzer=analyzer)
+        made = stages(s, query)[0]
+        return made["widened"][0], made["fused"][0]
+
+    (off, fused_off), (on, fused_on) = run(False), run(True)
+    assert not off.bm25_scales and off.plan.lexical_parity == ()
+    assert set(on.bm25_scales) == {"ko"} and on.bm25_scales["ko"] > 1  # zh matches nothing: no factor
+    assert on.plan.lexical_parity == (("ko", pytest.approx(on.bm25_scales["ko"], abs=1e-4)),)
+    i_ko, i_en = on.ids.index("deploy/ko"), on.ids.index("deploy/a")
+    assert fused_on.bm25_raw[i_ko] == pytest.approx(fused_on.bm25_raw[i_en])  # the best Korean on the best English
+    assert fused_off.bm25_raw[off.ids.index("deploy/ko")] < fused_off.bm25_raw[off.ids.index("deploy/a")]
+
+
 def test_explain_prints_the_centring(parts, embedder):
     """--explain prints what the cross-lingual stage added to each language's cosines; a one-language index, where
     no other language competes, prints no centring line."""
