@@ -105,15 +105,15 @@ def fits(metric: str = "mean_held_out_ndcg@10") -> str:
 
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
-        print(table("Each set alone", "quality-neutral-standalone.json", "quality-links-standalone.json",
+        print(table("Each set alone", "quality-evidence-standalone.json", "quality-neutral-standalone.json",
                     "standalone", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("MIXED, one index of every corpus, the first 300 queries of a set (`<set> pooled`: with the "
-                    "pooled judgments of eval/pooled/)", "quality-neutral-mixed.json", "quality-links-mixed.json",
+                    "pooled judgments of eval/pooled/)", "quality-evidence-mixed.json", "quality-neutral-mixed.json",
                     "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The React pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-neutral-react.json", "quality-react-mixed.json", "mixed", metric))
+                    "quality-evidence-react.json", "quality-neutral-react.json", "mixed", metric))
     print(encoders())
     print(compete())
     print(fits())
