@@ -75,6 +75,7 @@ FIT_VARIANTS = {
     "xling-by-evidence-share-0": "the same, share 0",
     "xling-by-evidence-share-0.5": "the same, share .5",
     "xling-share-0.25": "`always`, share .25 for every language (the default before)",
+    "lexical-parity": "shipped + lexical parity (`search.xling_lexical_parity`)",
     "xling-weak": "`weak`",
     "xling-share-0": "`always`, share 0 for every language",
     "xling-share-0.5": "`always`, share .5 for every language",
