@@ -129,7 +129,8 @@ class Widener:
         if compete and sc.xling_calibration == "center" and cand.qvec is not None:
             t = time.perf_counter()
             offsets, dense, chunks = self.language_pools(request, cand.qvec, cand.plan.lang, cand.dense, cand.chunks)
-            # competing only by xling_compete = "always": a share of the centring
+            # a query that competes only by xling_compete = "always" (strong own-language evidence): a share of each
+            # language's centring, all of it for a language with lexical evidence of its own (Widener.share)
             by_lang = self.evidence_by_language(cand, ceiling)
             shares = {lang: 1.0 if weak_own else self.share(by_lang.get(lang, 0.0)) for lang in offsets}
             offsets = {lang: off * shares[lang] for lang, off in offsets.items()}

@@ -124,8 +124,8 @@ class PlanOut(BaseModel):
     )
     language_centring: list[tuple[str, float, float]] = Field(
         default_factory=list,
-        description="per corpus language: what the cross-lingual stage added to its chunks' cosines before fusion, "
-                    "and the share of the centring it got (empty when other languages did not compete)",
+        description="per other corpus language: what the cross-lingual stage added to its chunks' cosines before "
+                    "fusion, and the share of the centring it got (empty when other languages did not compete)",
     )
     lexical_parity: list[tuple[str, float]] = Field(
         default_factory=list,
