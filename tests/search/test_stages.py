@@ -199,23 +199,32 @@ def test_a_share_of_the_centring_for_queries_with_strong_own_evidence(parts, emb
     assert all(v == 0 for v in none.values())
 
 
-def test_a_language_with_lexical_evidence_is_centred_fully(parts, embedder):
-    """search.xling_compete_by_evidence: a language whose own passages match the query lexically (here a Korean
-    runbook that writes the kubectl command) is centred fully; a language without such evidence keeps the share."""
+# strong English evidence in the test corpus, and a Korean runbook that writes the same kubectl command
+ROLLBACK = "roll back a failed kubernetes deployment with kubectl rollout undo"
+
+
+def with_korean_runbook(parts, embedder) -> tuple[MemoryBackend, object]:
+    """The test corpus and a Korean runbook that matches :data:`ROLLBACK` lexically (kubectl rollout undo, 롤백)."""
     chunks, tokens, vectors, analyzer = parts
     text = "실패한 deployment는 kubectl rollout undo 명령으로 롤백한다."
     extra = Chunk(chunk_id="deploy/ko", doc_id="ko/deploy.md", text=text, start=0, end=len(text),
                   source="ko/deploy.md", path="ko/deploy.md", lang="ko")
     backend = MemoryBackend([*chunks, extra], [*tokens, analyzer.tokenize_many([text], ["ko"])[0]],
                             np.vstack([vectors, embedder.encode_passages([text])]).astype(np.float32))
-    query = "roll back a failed kubernetes deployment with kubectl rollout undo"
+    return backend, analyzer
+
+
+def test_a_language_with_lexical_evidence_is_centred_fully(parts, embedder):
+    """search.xling_compete_by_evidence: a language whose own passages match the query lexically (here a Korean
+    runbook that writes the kubectl command) is centred fully; a language without such evidence keeps the share."""
+    backend, analyzer = with_korean_runbook(parts, embedder)
 
     def widened(by_evidence: bool) -> Candidates:
         cfg = Config()
         cfg.search.xling_compete, cfg.search.xling_compete_share = "always", 0.25
         cfg.search.xling_compete_by_evidence = by_evidence
         s = Searcher(backend, cfg, embedder=embedder, analyzer=analyzer)
-        return stages(s, query)[0]["widened"][0]
+        return stages(s, ROLLBACK)[0]["widened"][0]
 
     plain, gated = widened(False), widened(True)
     share, by_evidence = plain.offsets, gated.offsets
@@ -234,19 +243,13 @@ def test_a_language_with_lexical_evidence_is_centred_fully(parts, embedder):
 def test_lexical_parity_puts_a_matching_language_s_best_on_the_own_best(parts, embedder):
     """search.xling_lexical_parity: a language whose passages match the query lexically, less than the own language's,
     has its BM25 scaled so that its best equals the own best; a language matching nothing is left as it is."""
-    chunks, tokens, vectors, analyzer = parts
-    text = "실패한 deployment는 kubectl rollout undo 명령으로 롤백한다."
-    extra = Chunk(chunk_id="deploy/ko", doc_id="ko/deploy.md", text=text, start=0, end=len(text),
-                  source="ko/deploy.md", path="ko/deploy.md", lang="ko")
-    backend = MemoryBackend([*chunks, extra], [*tokens, analyzer.tokenize_many([text], ["ko"])[0]],
-                            np.vstack([vectors, embedder.encode_passages([text])]).astype(np.float32))
-    query = "roll back a failed kubernetes deployment with kubectl rollout undo"
+    backend, analyzer = with_korean_runbook(parts, embedder)
 
     def run(parity: bool):
         cfg = Config()
         cfg.search.xling_lexical_parity = parity
         s = Searcher(backend, cfg, embedder=embedder, analyzer=analyzer)
-        made = stages(s, query)[0]
+        made = stages(s, ROLLBACK)[0]
         return made["widened"][0], made["fused"][0]
 
     (off, fused_off), (on, fused_on) = run(False), run(True)
