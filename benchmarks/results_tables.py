@@ -13,7 +13,7 @@ from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROWS = ("bm25", "dense", "dense, language-neutral query", "hanrag default", "language-neutral query",
-        "no corpus links", "loanword links only", "hanja links only")
+        "no corpus links", "loanword links only", "hanja links only", "one centring share", "lexical parity")
 
 
 def table(title: str, now: str, before: str, part: str, metric: str) -> str:

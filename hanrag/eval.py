@@ -161,7 +161,8 @@ def ablation_configs(cfg) -> dict:
 
     bm25 and dense alone, each fusion (min-max, z-score, RRF k=60 and k=2, ceiling, calibrated), the reference
     rule preset, the hanrag default, without fill / diversity / cross-lingual / glossary / corpus links, with a
-    language-neutral query vector (``search.language_neutral_query``), and
+    language-neutral query vector (``search.language_neutral_query``), with one centring share for every language
+    (``search.xling_compete_by_evidence`` off), with lexical parity (``search.xling_lexical_parity``), and
     +rerank when ``search.rerank.model`` is set (every other row runs without it).
     """
     base = copy.deepcopy(cfg)
@@ -196,6 +197,10 @@ def ablation_configs(cfg) -> dict:
         # language's pool measured the bias that removes, so it goes too
         "dense, language-neutral query": ("dense", v(language_neutral_query=True)),
         "language-neutral query": ("hybrid", v(language_neutral_query=True, xling_calibration="none")),
+        # the cross-lingual stage's evidence per language: one centring share for every other language (the default
+        # before xling_compete_by_evidence), and BM25 parity for a language that matches lexically (measured, off)
+        "one centring share": ("hybrid", v(xling_compete_by_evidence=False)),
+        "lexical parity": ("hybrid", v(xling_lexical_parity=True)),
         "hanrag default": ("hybrid", v()),
     }
     if cfg.search.rerank.model:

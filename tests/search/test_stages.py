@@ -306,3 +306,15 @@ def test_per_language_pools_side_by_side_give_what_one_after_another_gives(parts
     assert side.dense == serial.dense and side.ids == serial.ids and set(side.chunks) == set(serial.chunks)
     assert any(n.startswith("hanrag-dense") for n in side_calls)
     assert not any(n.startswith("hanrag-dense") for n in serial_calls)
+
+
+def test_the_evidence_per_language_has_its_ablation_rows():
+    """hanrag eval and quality.py show the centring without the evidence per language, and lexical parity."""
+    from hanrag.eval import ablation_configs
+
+    rows = ablation_configs(Config())
+    mode, cfg = rows["one centring share"]
+    assert mode == "hybrid" and not cfg.search.xling_compete_by_evidence and not cfg.search.xling_lexical_parity
+    mode, cfg = rows["lexical parity"]
+    assert mode == "hybrid" and cfg.search.xling_compete_by_evidence and cfg.search.xling_lexical_parity
+    assert rows["hanrag default"][1].search.xling_compete_by_evidence
