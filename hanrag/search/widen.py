@@ -4,7 +4,9 @@ In order: the query's corpus links (오토베큠 -> autovacuum) are added to the
 the lexical evidence in any script; when the query's own language has weak lexical evidence, other languages
 compete: the other names the corpus glossary gives its terms (활성 프로브 = liveness probe) and dictionary
 translations for English queries (:mod:`hanrag.search.xling`) join the BM25 query, and each language's dense pool
-is drawn and centred on its own mean. Every step that changes the candidates returns new :class:`Candidates`.
+is drawn and centred on its own mean (with strong own-language evidence, a share of that centring, all of it for a
+language whose own passages match the query lexically). Every step that changes the candidates returns new
+:class:`Candidates`.
 """
 
 from __future__ import annotations
@@ -126,12 +128,13 @@ class Widener:
                 plan = dataclasses.replace(self.planner.replan(cand.plan, True, translated=True),
                                            lexical_evidence=round(after, 4))
                 cand = dataclasses.replace(cand, plan=plan)
+        # the query's lexical evidence in each language, on the BM25 query as run (the pools below change no BM25)
+        by_lang = self.evidence_by_language(cand, ceiling) if compete else {}
         if compete and sc.xling_calibration == "center" and cand.qvec is not None:
             t = time.perf_counter()
             offsets, dense, chunks = self.language_pools(request, cand.qvec, cand.plan.lang, cand.dense, cand.chunks)
             # a query that competes only by xling_compete = "always" (strong own-language evidence): a share of each
             # language's centring, all of it for a language with lexical evidence of its own (Widener.share)
-            by_lang = self.evidence_by_language(cand, ceiling)
             shares = {lang: 1.0 if weak_own else self.share(by_lang.get(lang, 0.0)) for lang in offsets}
             offsets = {lang: off * shares[lang] for lang, off in offsets.items()}
             centring = tuple((lang, round(-offsets[lang], 4) + 0.0, shares[lang])  # + 0.0: never -0.0
@@ -141,7 +144,7 @@ class Widener:
                                        plan=dataclasses.replace(cand.plan, language_centring=centring))
             times.dense += time.perf_counter() - t
         if compete and sc.xling_lexical_parity:
-            scales = self.lexical_parity(cand.plan.lang, self.evidence_by_language(cand, ceiling))
+            scales = self.lexical_parity(cand.plan.lang, by_lang)
             if scales:
                 cand = dataclasses.replace(cand, bm25_scales=scales, plan=dataclasses.replace(
                     cand.plan, lexical_parity=tuple((lang, round(f, 4)) for lang, f in sorted(scales.items()))))
