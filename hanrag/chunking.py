@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 from hanrag.config import ChunkingConfig
 from hanrag.front_matter import FRONT_MATTER_MAX_NODES, front_matter_end, load_yaml
-from hanrag.language import detect_lang
+from hanrag.language import Lang, detect_lang
 from hanrag.records import Chunk, Document, Finding
 
 # chunks one document may yield: far above what a 20 MB file of prose gives (~45,000 at the defaults),
@@ -67,6 +67,12 @@ _TABLE = re.compile(r"[ \t]*\|")
 # after . ! ? followed by whitespace, or at a line break; closing quotes/brackets stay with it
 _SENT_END = re.compile(r"(?:[다요음함임됨것]\.+|[。！？]+|[.!?]+(?=\s|$))[\"'”’」』)\]]*|\n")
 _KO_ENDINGS = set("다요음함임됨것")
+# what is not prose for the language tag: a fenced code block at any indent (a list item's; to its closing fence,
+# or the end of the text), inline code, a bare URL, a Markdown link target and an HTML tag or autolink
+_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,}).*?(?:^[ \t]*\1[`~]*[ \t]*$|\Z)", re.M | re.S)
+_NOT_PROSE = re.compile(r"(`+)[^`\n]+?\1|https?://\S+|\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)|<[^<>\n]+>")
+# how much of a document's prose its language is read from (the default of its chunks with little prose)
+DOC_LANG_WINDOW = 20_000
 
 
 @dataclass(frozen=True)
@@ -406,6 +412,30 @@ def _page_parts(doc: Document, section: Section) -> list[Section]:
     return parts
 
 
+def _blank(m: re.Match[str]) -> str:
+    return " " * len(m.group())
+
+
+def prose_view(text: str) -> str:
+    """``text`` with what is not prose (fenced code blocks, inline code, URLs, link targets, HTML tags) turned to
+    spaces, at the same offsets: the text a chunk's language is read from. A Korean page's ``kubectl`` commands
+    and links are not English prose, and tagged ``en`` by their letters such a chunk was centred and weighed as an
+    English passage (:mod:`hanrag.search.widen`)."""
+    return _NOT_PROSE.sub(_blank, _FENCED.sub(_blank, text))
+
+
+def document_lang(prose: str, text: str) -> Lang:
+    """A document's language, from its prose (:func:`prose_view`), or from all of its text when it has too little
+    prose to decide on (a code file)."""
+    return detect_lang(prose, default=detect_lang(text), window=DOC_LANG_WINDOW)
+
+
+def _chunk_lang(piece: str, prose: str, doc_lang: Lang) -> Lang:
+    """A chunk's language, read from its prose; a chunk that held code or links and has too little prose left to
+    decide on takes its document's (a chunk of prose alone is decided by its own letters, however short)."""
+    return detect_lang(prose, default=doc_lang if prose != piece else None)
+
+
 def chunk_document(doc: Document, cfg: ChunkingConfig, findings: list[Finding] | None = None) -> list[Chunk]:
     """Cut one document into chunks (in document order); see the module docstring.
 
@@ -414,6 +444,8 @@ def chunk_document(doc: Document, cfg: ChunkingConfig, findings: list[Finding] |
     if cfg.chunk_size < 1 or not 0 <= cfg.overlap < max(1, cfg.chunk_size // 2 + 1):
         raise ValueError(f"chunking: need chunk_size >= 1 and 0 <= overlap <= chunk_size/2, got {cfg}")
     text = doc.text
+    prose = prose_view(text)
+    doc_lang = document_lang(prose, text)
     chunks: list[Chunk] = []
     seen: dict[str, int] = {}
     for section in split_sections(text, cfg.heading_level):
@@ -444,7 +476,7 @@ def chunk_document(doc: Document, cfg: ChunkingConfig, findings: list[Finding] |
                     title=doc.title,
                     tier=doc.tier,
                     provenance=doc.provenance,
-                    lang=detect_lang(piece),
+                    lang=_chunk_lang(piece, prose[start:end], doc_lang),
                     headings=section.headings,
                     section=section.index,
                     labels=doc.labels,

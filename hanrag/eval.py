@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from hanrag.backends.embedded import EmbeddedBackend
+from hanrag.chunking import document_lang, prose_view
 from hanrag.config import Config
 from hanrag.embed.cache import build_embedder
 from hanrag.index.cache import TokenCache, tokenize_cached
 from hanrag.index.snapshot import open_snapshot
-from hanrag.language import detect_lang
 from hanrag.lexicon import load_lexicons
 from hanrag.pipeline import build_from_chunks
 from hanrag.records import Chunk
@@ -334,7 +334,7 @@ def eval_chunks(es: EvalSet, prefix: str = "", *, spread_filters: bool = False) 
     return [
         Chunk(chunk_id=prefix + d.doc_id, doc_id=prefix + d.doc_id, text=d.text, start=0, end=len(d.text),
               source=d.source or f"{es.name}:{d.doc_id}", path=prefix + d.doc_id, title=d.title,
-              lang=detect_lang(d.text), tier=i % 3 if spread_filters else 0,
+              lang=document_lang(prose_view(d.text), d.text), tier=i % 3 if spread_filters else 0,
               labels=(es.name,) if spread_filters else ())
         for i, d in enumerate(es.docs)
     ]

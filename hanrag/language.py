@@ -16,6 +16,9 @@ Lang = Literal["ko", "zh", "en"]
 DETECT_WINDOW = 2000
 # share of letters above which a script decides the language
 SCRIPT_THRESHOLD = 0.20
+# letters below which a text given a default language takes it: too little prose to decide on (a Korean sentence
+# of a dozen syllables between two code blocks)
+MIN_LETTERS = 24
 
 
 @dataclass(frozen=True)
@@ -59,18 +62,23 @@ def script_counts(text: str) -> ScriptCounts:
     return ScriptCounts(hangul, jamo, cjk, latin, other, letters, non_space)
 
 
-def detect_lang(text: str) -> Lang:
+def detect_lang(text: str, default: Lang | None = None, window: int = DETECT_WINDOW) -> Lang:
     """Tag a text ``ko``, ``zh`` or ``en``.
 
-    Only the first 2,000 characters are looked at. Ratios are taken over *letters only*
+    Only the first ``window`` characters (2,000) are looked at. Ratios are taken over *letters only*
     (characters for which ``str.isalpha`` holds: Hangul syllables, CJK ideographs, Latin
     and other alphabets); spaces, digits, punctuation and symbols count for nothing.
     Hangul syllables (U+AC00–U+D7AF) above 20 % of the letters → ``ko``; else CJK
     ideographs above 20 % → ``zh`` (Hanja-only classical text is ``zh``); else ``en``
     (also for texts without letters). Korean text with Hanja terms stays ``ko`` because
     Hangul is checked first.
+
+    ``default``: the language of a text with fewer than :data:`MIN_LETTERS` letters (a chunk whose prose is a
+    line between code blocks takes its document's language, :func:`hanrag.chunking.chunk_document`).
     """
-    counts = script_counts(text[:DETECT_WINDOW])
+    counts = script_counts(text[:window])
+    if default is not None and counts.letters < MIN_LETTERS:
+        return default
     if counts.ratio("hangul") > SCRIPT_THRESHOLD:
         return "ko"
     if counts.ratio("cjk") > SCRIPT_THRESHOLD:

@@ -4,7 +4,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hanrag.bundled import SAMPLE_CORPUS
-from hanrag.chunking import chunk_document, is_grapheme_boundary, safe_cut, split_sections
+from hanrag.chunking import chunk_document, is_grapheme_boundary, prose_view, safe_cut, split_sections
 from hanrag.config import ChunkingConfig, Config
 from hanrag.front_matter import split_front_matter
 from hanrag.records import Document
@@ -125,6 +125,48 @@ def test_mixed_language_tags():
             "## mix\n\n갑목(甲木) 용신은 병화(丙火)다.")
     langs = [c.lang for c in chunk_document(doc(text), ChunkingConfig())]
     assert langs == ["ko", "zh", "en", "ko"]
+
+
+KO_PAGE_WITH_CODE = """## 레플리카셋 삭제
+
+레플리카셋을 `--cascade=orphan` 옵션과 함께 [`kubectl delete`](/docs/reference/kubectl/kubectl-commands#delete)
+를 사용하면 연관 파드에 영향을 주지 않고 삭제할 수 있다. 자세한 내용은 https://kubernetes.io/docs/concepts/ 를 본다.
+
+```shell
+kubectl proxy --port=8080
+curl -X DELETE 'localhost:8080/apis/apps/v1/namespaces/default/replicasets/frontend' \
+  -d '{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Orphan"}' -H "Content-Type: application/json"
+```
+
+그 다음 레플리카셋을 생성한다.
+
+```shell
+kubectl apply -f https://kubernetes.io/examples/controllers/frontend.yaml
+kubectl get rs frontend -o jsonpath='{.spec.replicas}' --namespace default --output-version v1
+```
+"""
+
+
+def test_language_is_read_from_prose_not_code():
+    # by its letters the first chunk is mostly English (a command, a link target, a URL): its prose is Korean; the
+    # code-only chunks and the one-line chunk between them take the page's language
+    chunks = chunk_document(doc(KO_PAGE_WITH_CODE), ChunkingConfig(chunk_size=200, overlap=0))
+    assert len(chunks) >= 3
+    assert [c.lang for c in chunks] == ["ko"] * len(chunks)
+    # an English page with Korean comments in its code stays English
+    en = ("## Scale\n\nScale the replica set to three replicas and check the result.\n\n"
+          "```shell\n# 레플리카셋을 3으로 스케일하고 결과를 확인한다\nkubectl scale --replicas=3 rs/foo\n```\n")
+    assert {c.lang for c in chunk_document(doc(en), ChunkingConfig(chunk_size=80, overlap=0))} == {"en"}
+
+
+def test_prose_view_keeps_offsets_and_blanks_code():
+    view = prose_view(KO_PAGE_WITH_CODE)
+    assert len(view) == len(KO_PAGE_WITH_CODE)
+    assert "kubectl" not in view and "https" not in view and "cascade" not in view
+    assert "연관 파드에 영향을 주지 않고" in view and "그 다음 레플리카셋을 생성한다." in view
+    # an unclosed fence runs to the end of the text; a fence in a list item (indented) is code too
+    assert prose_view("본문이다.\n\n```\nkubectl get pods\n").strip() == "본문이다."
+    assert "kubectl" not in prose_view("* 예시:\n\n    ```shell\n    kubectl get pods\n    ```\n")
 
 
 def test_invalid_config_rejected():

@@ -43,3 +43,12 @@ def test_hanja_ratio():
     assert hanja_ratio("甲木 용신") == 0.5
     assert hanja_ratio("") == 0.0
     assert abs(hanja_ratio("甲木 2024?") - 2 / 7) < 1e-9
+
+
+def test_default_for_too_little_prose():
+    # a dozen syllables between two code blocks: too few letters to decide on, the document's language decides
+    assert detect_lang("그 다음 레플리카셋을 생성한다.", default="en") == "en"
+    assert detect_lang("그 다음 레플리카셋을 생성한다.") == "ko"
+    # enough letters: the text decides, whatever the default
+    text = "레플리카셋을 손쉽게 스케일 업 또는 다운하는 방법은 필드를 업데이트하는 것이다."
+    assert detect_lang(text, default="en") == "ko"
