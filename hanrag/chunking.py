@@ -30,6 +30,10 @@ are at most ``chunk_size - overlap`` long so there is always room for the overla
 block or table that fits in ``chunk_size`` is kept whole (its chunk may carry less or no
 overlap).
 
+Language: a chunk's tag (``ko`` / ``zh`` / ``en``, :func:`hanrag.language.detect_lang`) is read from its prose
+(:func:`prose_view`: fenced code, inline code, URLs, link targets and HTML tags blanked); a chunk that held code or
+links and has too little prose left takes its document's language.
+
 Bound: one document yields at most :data:`MAX_CHUNKS_PER_DOC` chunks; :func:`chunk_corpus` reports a
 document cut there, or one that cannot be chunked, as a finding and chunks the rest.
 

@@ -28,6 +28,24 @@ _KO_Q = re.compile(r"(무엇|뭐|누구|누가|언제|어디|어떻게|어떤|�
 _ZH_Q = re.compile(r"(什么|甚麼|谁|誰|哪|几|幾|多少|怎么|怎樣|怎样|为什么|為什麼|吗|嗎|呢|何)")
 
 
+# English words that only an English sentence holds: a Korean query's Latin words are names (kubectl, DiskPressure)
+_EN_FUNCTION = re.compile(
+    r"\b(a|an|the|is|are|was|were|be|do|does|did|to|of|in|on|at|for|with|from|and|or|not|what|who|how|why|when|"
+    r"where|which|can|should|my|your|it|this|that)\b",
+    re.IGNORECASE,
+)
+_HANGUL = re.compile("[\uac00-\ud7af]")
+
+
+def query_lang(query: str) -> str:
+    """The query's language: Korean when it holds Hangul and its Latin words are names rather than an English
+    sentence (노드 컨디션 DiskPressure PIDPressure, kubectl autoscale 명령 hold more Latin letters than Hangul, yet
+    are Korean questions); else :func:`~hanrag.language.detect_lang` of its letters (what is 갑목 stays with them)."""
+    if _HANGUL.search(query) and not _EN_FUNCTION.search(query):
+        return "ko"
+    return detect_lang(query)
+
+
 def is_question(text: str, lang: str) -> bool:
     t = text.strip()
     if t.endswith(("?", "？")):
@@ -118,7 +136,7 @@ class QueryPlanner:
     def plan(self, query: str, mode: str = "hybrid") -> tuple[QueryPlan, dict[str, float]]:
         """The plan and the weighted BM25 query (token -> weight, expansions included)."""
         mode = check_mode(mode)
-        lang = detect_lang(query)
+        lang = query_lang(query)
         hanja = hanja_ratio(query)
         qt = analyze_query(query, lang, self.analyzer, self.lexicon, self.cfg.lexicon.expansion_weight)
         feats = self.features(query, lang, hanja, qt.terms)

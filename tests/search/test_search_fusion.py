@@ -10,7 +10,7 @@ import pytest
 from hanrag.config import Config, RuleConfig
 from hanrag.search.diversity import apply_diversity, diversity_factors
 from hanrag.search.fusion import candidate_count, fuse, minmax, rrf_ranks, zscore
-from hanrag.search.plan import QueryFeatures, is_question, rules_for, select_rule
+from hanrag.search.plan import QueryFeatures, is_question, query_lang, rules_for, select_rule
 from hanrag.search.presets import PRESETS
 
 NAN = float("nan")
@@ -133,6 +133,18 @@ def test_is_question():
     assert is_question("北京是什么", "zh")
     assert is_question("What is BM25", "en")
     assert not is_question("kubernetes pod restart", "en")
+
+
+def test_query_lang_reads_names_as_names():
+    # more Latin letters than Hangul, yet Korean questions: their Latin words are names
+    assert query_lang("노드 컨디션 DiskPressure PIDPressure") == "ko"
+    assert query_lang("kubectl autoscale 명령") == "ko"
+    assert query_lang("navigator.onLine 외부 스토어 구독 useSyncExternalStore") == "ko"
+    # an English sentence with a Korean term is read by its letters, as every text is
+    assert query_lang("The deployment runbook (배포 절차) explains kubectl rollout undo and status checks") == "en"
+    assert query_lang("how to roll back a deployment") == "en"
+    assert query_lang("甲木 寅月 用神") == "zh"
+    assert query_lang("volumeBindingMode WaitForFirstConsumer") == "en"
 
 
 def test_ceiling_fusion_is_absolute_not_stretched():
