@@ -429,9 +429,9 @@ def prose_view(text: str) -> str:
 
 
 def document_lang(prose: str, text: str) -> Lang:
-    """A document's language, from its prose (:func:`prose_view`), or from all of its text when it has too little
-    prose to decide on (a code file)."""
-    return detect_lang(prose, default=detect_lang(text), window=DOC_LANG_WINDOW)
+    """A document's language, from its prose (:func:`prose_view`), however short (a sentence above a list of API
+    links), or from all of its text when it has no prose at all (a Markdown file of code blocks)."""
+    return detect_lang(prose, default=detect_lang(text), window=DOC_LANG_WINDOW, min_letters=1)
 
 
 def _chunk_lang(piece: str, prose: str, doc_lang: Lang) -> Lang:

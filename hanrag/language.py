@@ -62,7 +62,8 @@ def script_counts(text: str) -> ScriptCounts:
     return ScriptCounts(hangul, jamo, cjk, latin, other, letters, non_space)
 
 
-def detect_lang(text: str, default: Lang | None = None, window: int = DETECT_WINDOW) -> Lang:
+def detect_lang(text: str, default: Lang | None = None, window: int = DETECT_WINDOW,
+                min_letters: int = MIN_LETTERS) -> Lang:
     """Tag a text ``ko``, ``zh`` or ``en``.
 
     Only the first ``window`` characters (2,000) are looked at. Ratios are taken over *letters only*
@@ -73,11 +74,11 @@ def detect_lang(text: str, default: Lang | None = None, window: int = DETECT_WIN
     (also for texts without letters). Korean text with Hanja terms stays ``ko`` because
     Hangul is checked first.
 
-    ``default``: the language of a text with fewer than :data:`MIN_LETTERS` letters (a chunk whose prose is a
+    ``default``: the language of a text with fewer than ``min_letters`` letters (24: a chunk whose prose is a
     line between code blocks takes its document's language, :func:`hanrag.chunking.chunk_document`).
     """
     counts = script_counts(text[:window])
-    if default is not None and counts.letters < MIN_LETTERS:
+    if default is not None and counts.letters < min_letters:
         return default
     if counts.ratio("hangul") > SCRIPT_THRESHOLD:
         return "ko"

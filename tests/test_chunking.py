@@ -159,6 +159,18 @@ def test_language_is_read_from_prose_not_code():
     assert {c.lang for c in chunk_document(doc(en), ChunkingConfig(chunk_size=80, overlap=0))} == {"en"}
 
 
+def test_document_language_from_little_prose():
+    # a page that is one Korean sentence over a list of API links: its letters are mostly the links', its prose
+    # is Korean, and so is its chunk
+    text = ("본 페이지에 기술된 API에 대해서 다음을 읽어본다.\n\n"
+            "* [`PersistentVolume`](/docs/reference/kubernetes-api/persistent-volume-v1/)\n"
+            "* [`PersistentVolumeClaim`](/docs/reference/kubernetes-api/config-and-storage-resources/pvc-v1/)\n")
+    assert [c.lang for c in chunk_document(doc(text), ChunkingConfig())] == ["ko"]
+    # a page of code alone is read from all of its text
+    assert [c.lang for c in chunk_document(doc("```shell\nkubectl get pods --all-namespaces\n```\n"),
+                                           ChunkingConfig())] == ["en"]
+
+
 def test_prose_view_keeps_offsets_and_blanks_code():
     view = prose_view(KO_PAGE_WITH_CODE)
     assert len(view) == len(KO_PAGE_WITH_CODE)
