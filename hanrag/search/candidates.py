@@ -79,9 +79,10 @@ class Candidates:
     chunks: Mapping[str, Chunk]  # every candidate's chunk
     offsets: Mapping[str, float] = field(default_factory=dict)  # per-language dense offsets (cross-lingual centring)
     bm25_scales: Mapping[str, float] = field(default_factory=dict)  # per-language BM25 factors (lexical parity)
+    offset_weights: Mapping[str, float] = field(default_factory=dict)  # chunk id -> factor on its language's offset
 
     def __post_init__(self) -> None:
-        for name in ("weights", "bm25", "dense", "chunks", "offsets", "bm25_scales"):
+        for name in ("weights", "bm25", "dense", "chunks", "offsets", "bm25_scales", "offset_weights"):
             object.__setattr__(self, name, frozen_map(getattr(self, name)))
         object.__setattr__(self, "ids", tuple(self.ids))
         object.__setattr__(self, "qvec", read_only(self.qvec))

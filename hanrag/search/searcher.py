@@ -222,7 +222,8 @@ class Searcher:
         mode = cand.plan.mode
         b_arr, d_arr = self._scores(cand, mode)
         if cand.offsets:
-            d_arr = d_arr - np.array([cand.offsets.get(cand.chunks[c].lang, 0.0) for c in cand.ids])
+            d_arr = d_arr - np.array([cand.offsets.get(cand.chunks[c].lang, 0.0) * cand.offset_weights.get(c, 1.0)
+                                      for c in cand.ids])
         if cand.bm25_scales:
             b_arr = b_arr * np.array([cand.bm25_scales.get(cand.chunks[c].lang, 1.0) for c in cand.ids])
         if mode == "hybrid":

@@ -44,6 +44,29 @@ def with_lang(filters: Filters | None, lang: str) -> Filters:
                    labels=base.labels)
 
 
+# the script a language's text is written in (English is left out: its code and names are Latin script too)
+SCRIPT_OF = {"ko": "hangul", "zh": "cjk"}
+
+
+def script_weights(chunks: Mapping[str, Chunk], own: str) -> dict[str, float]:
+    """Per candidate of another Korean or Chinese language: its share of letters in its language's script over the
+    mean share of that language's candidates (``search.xling_centring_by_script``): a code-heavy Korean chunk is
+    less Korean to the encoder than a prose one, and takes less of its language's centring."""
+    from hanrag.language import script_counts
+
+    shares: dict[str, dict[str, float]] = {}
+    for cid, chunk in chunks.items():
+        script = SCRIPT_OF.get(chunk.lang)
+        if script is not None and chunk.lang != own:
+            shares.setdefault(chunk.lang, {})[cid] = script_counts(chunk.text).ratio(script)
+    out: dict[str, float] = {}
+    for by_chunk in shares.values():
+        mean = sum(by_chunk.values()) / len(by_chunk)
+        if mean > 0:
+            out.update({cid: share / mean for cid, share in by_chunk.items()})
+    return out
+
+
 class Widener:
     """The cross-lingual stage over one backend (one snapshot: its glossary, sound keys and languages are read
     from the manifest once)."""
@@ -139,7 +162,8 @@ class Widener:
             offsets = {lang: off * shares[lang] for lang, off in offsets.items()}
             centring = tuple((lang, round(-offsets[lang], 4) + 0.0, shares[lang])  # + 0.0: never -0.0
                              for lang in sorted(offsets) if lang != cand.plan.lang)
-            cand = dataclasses.replace(cand, dense=dense, chunks=chunks, offsets=offsets,
+            weights = script_weights(chunks, cand.plan.lang) if sc.xling_centring_by_script else {}
+            cand = dataclasses.replace(cand, dense=dense, chunks=chunks, offsets=offsets, offset_weights=weights,
                                        ids=tuple(dict.fromkeys([*cand.ids, *dense])),
                                        plan=dataclasses.replace(cand.plan, language_centring=centring))
             times.dense += time.perf_counter() - t
