@@ -261,6 +261,39 @@ def test_lexical_parity_puts_a_matching_language_s_best_on_the_own_best(parts, e
     assert fused_off.bm25_raw[off.ids.index("deploy/ko")] < fused_off.bm25_raw[off.ids.index("deploy/a")]
 
 
+def test_centring_by_script_weighs_a_code_heavy_chunk_less(parts, embedder):
+    """search.xling_centring_by_script: a Korean chunk that is mostly a command gets less of the Korean offset than
+    the Korean prose chunks, which get about all of it (the weights average 1 over the language's candidates)."""
+    from hanrag.search.widen import script_weights
+
+    backend, analyzer = with_korean_runbook(parts, embedder)
+
+    def widened(by_script: bool) -> Candidates:
+        cfg = Config()
+        cfg.search.xling_centring_by_script = by_script
+        s = Searcher(backend, cfg, embedder=embedder, analyzer=analyzer)
+        return stages(s, ROLLBACK)[0]["widened"][0]
+
+    off, on = widened(False), widened(True)
+    assert not off.offset_weights and on.offsets == off.offsets
+    korean = {cid: w for cid, w in on.offset_weights.items() if on.chunks[cid].lang == "ko"}
+    assert len(korean) >= 2 and sum(korean.values()) / len(korean) == pytest.approx(1.0)
+    assert korean["deploy/ko"] < 1 < max(korean.values())  # the runbook line is half kubectl: less Korean
+    assert all(on.chunks[cid].lang != "en" for cid in on.offset_weights)  # the query's own language: no weight
+    # the fused dense scores follow: the runbook's cosine moved by its weight times the Korean offset
+    fuse = Searcher(backend, Config(), embedder=embedder, analyzer=analyzer).fuse
+    fused_off, fused_on = fuse(off), fuse(on)  # the weights travel with the candidates
+    i = on.ids.index("deploy/ko")
+    assert fused_on.dense_raw[i] - fused_off.dense_raw[off.ids.index("deploy/ko")] == pytest.approx(
+        -on.offsets["ko"] * (korean["deploy/ko"] - 1.0))
+    # a chunk with no Hangul at all (a Korean page's code alone) gets none of it
+    code = Chunk(chunk_id="c", doc_id="c", text="kubectl rollout undo deployment/api", start=0, end=35, source="c",
+                 path="c", lang="ko")
+    prose = Chunk(chunk_id="p", doc_id="p", text="배포를 되돌린다", start=0, end=8, source="p", path="p", lang="ko")
+    assert script_weights({"c": code, "p": prose}, "en") == {"c": 0.0, "p": 2.0}
+    assert script_weights({"c": code, "p": prose}, "ko") == {}
+
+
 def test_explain_prints_the_centring(parts, embedder):
     """--explain prints what the cross-lingual stage added to each language's cosines; a one-language index, where
     no other language competes, prints no centring line."""
