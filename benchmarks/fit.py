@@ -287,7 +287,10 @@ def main() -> None:
                          "language_neutral_query": cfg.search.language_neutral_query,
                          "xling_compete": cfg.search.xling_compete,
                          "xling_compete_share": cfg.search.xling_compete_share,
-                         "xling_calibration": cfg.search.xling_calibration},
+                         "xling_calibration": cfg.search.xling_calibration,
+                         "xling_compete_by_evidence": cfg.search.xling_compete_by_evidence,
+                         "xling_lexical_parity": cfg.search.xling_lexical_parity,
+                         "xling_centring_by_script": cfg.search.xling_centring_by_script},
             "fusions": {f: {"mean_held_out_ndcg@10": m, "held_out": held_by[f], "chosen_on_all": final}
                         for f, (m, final) in results.items()},
             "learned_ranker": ranker,

@@ -13,7 +13,8 @@ from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROWS = ("bm25", "dense", "dense, language-neutral query", "hanrag default", "language-neutral query",
-        "no corpus links", "loanword links only", "hanja links only", "one centring share", "lexical parity")
+        "no corpus links", "loanword links only", "hanja links only", "one centring share", "lexical parity",
+        "centring by language")
 
 
 def table(title: str, now: str, before: str, part: str, metric: str) -> str:

@@ -162,7 +162,8 @@ def ablation_configs(cfg) -> dict:
     bm25 and dense alone, each fusion (min-max, z-score, RRF k=60 and k=2, ceiling, calibrated), the reference
     rule preset, the hanrag default, without fill / diversity / cross-lingual / glossary / corpus links, with a
     language-neutral query vector (``search.language_neutral_query``), with one centring share for every language
-    (``search.xling_compete_by_evidence`` off), with lexical parity (``search.xling_lexical_parity``), and
+    (``search.xling_compete_by_evidence`` off), with lexical parity (``search.xling_lexical_parity``), with each
+    language's centring alone (``search.xling_centring_by_script`` off), and
     +rerank when ``search.rerank.model`` is set (every other row runs without it).
     """
     base = copy.deepcopy(cfg)
@@ -201,6 +202,9 @@ def ablation_configs(cfg) -> dict:
         # before xling_compete_by_evidence), and BM25 parity for a language that matches lexically (measured, off)
         "one centring share": ("hybrid", v(xling_compete_by_evidence=False)),
         "lexical parity": ("hybrid", v(xling_lexical_parity=True)),
+        # every chunk of a language centred by its language's offset alone (the default before
+        # xling_centring_by_script weighed it by the chunk's share of its language's script)
+        "centring by language": ("hybrid", v(xling_centring_by_script=False)),
         "hanrag default": ("hybrid", v()),
     }
     if cfg.search.rerank.model:

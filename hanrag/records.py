@@ -236,6 +236,9 @@ class Explanation(_Record):
     # every matched token and how it matched: "as written", "reading" (the chunk's Hanja read in Hangul, or
     # the query's), "lexicon:<term>", "glossary:<term>", "translation:<English word>"
     matched_via: tuple[tuple[str, str], ...] = ()
+    # what the cross-lingual centring added to this hit's cosine before fusion (dense_raw holds it): its language's
+    # offset (QueryPlan.language_centring), times its script weight with search.xling_centring_by_script
+    centring: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -325,7 +325,8 @@ def render_hits(plan, hits, explain: bool, out: Console | None = None) -> None:
             e = h.explanation
             row.append(data(
                 f"bm25 {f(e.bm25_raw)}→{f(e.bm25_norm)} ×{e.bm25_weight:.2f}\n"
-                f"dense {f(e.dense_raw)}→{f(e.dense_norm)} ×{e.dense_weight:.2f}\n"
+                f"dense {f(e.dense_raw)}{f' ({e.centring:+.3f} centring)' if e.centring else ''}"
+                f"→{f(e.dense_norm)} ×{e.dense_weight:.2f}\n"
                 f"{e.fusion} fused {e.fused:.3f} rerank {f(e.rerank)} penalty ×{e.penalty:.2f} = {e.final:.3f}\n"
                 f"rule {e.rule}; found by {'+'.join(e.found_by) or '—'}\n"
                 + "matched: "

@@ -29,14 +29,20 @@ def make_hits(backend: IndexBackend, analyzer, cand: Candidates, fused: Fused, r
         if explain:
             exp = explanation(analyzer, ranking.plan, cand.weights, fused, i, chunk, ranking.pre_score(rank - 1),
                               ranking.rerank_raw.get(i), ranking.penalty(rank - 1), score,
-                              cid in cand.bm25, cid in cand.dense)
+                              cid in cand.bm25, cid in cand.dense, centring_added(cand, cid))
         hits.append(Hit(chunk, float(score), rank, tuple(dups.get(cid, ())), exp))
     return hits
 
 
+def centring_added(cand: Candidates, cid: str) -> float:
+    """What the cross-lingual centring added to candidate ``cid``'s cosine (as :meth:`Searcher.fuse` does)."""
+    added = -cand.offsets.get(cand.chunks[cid].lang, 0.0) * cand.offset_weights.get(cid, 1.0)
+    return round(added, 6) + 0.0  # + 0.0: never -0.0
+
+
 def explanation(analyzer, plan: QueryPlan, weights: Mapping[str, float], fused: Fused, i: int, chunk: Chunk,
                 pre: float, rerank: float | None, penalty: float, final: float, by_bm25: bool,
-                by_dense: bool) -> Explanation:
+                by_dense: bool, centring: float = 0.0) -> Explanation:
     """Every number behind candidate ``i``'s final score, and which query tokens its chunk matched and how."""
     def num(x: float) -> float | None:
         return None if np.isnan(x) else float(x)
@@ -70,4 +76,5 @@ def explanation(analyzer, plan: QueryPlan, weights: Mapping[str, float], fused: 
         matched_expansions=matched_exp,
         found_by=tuple(n for n, ok in (("bm25", by_bm25), ("dense", by_dense)) if ok),
         matched_via=tuple((t, how(t)) for t in (*matched, *matched_exp)),
+        centring=centring,
     )

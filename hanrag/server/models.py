@@ -70,6 +70,9 @@ class ExplanationOut(BaseModel):
         description="every matched token and how: as written, reading, lexicon:<term>, glossary:<term>, "
         "link:<word> (<channel>), translation:<word>",
     )
+    centring: float = Field(0.0, description="what the cross-lingual centring added to this hit's cosine before "
+                            "fusion (dense_raw holds it): its language's offset, times its script weight with "
+                            "search.xling_centring_by_script")
 
 
 class Highlight(BaseModel):

@@ -80,7 +80,9 @@
     const table = el("table", { class: "explain" });
     const rows = [
       ["BM25", fmt(ex.bm25_raw), fmt(ex.bm25_norm), fmt(ex.bm25_weight, 2)],
-      ["dense", fmt(ex.dense_raw), fmt(ex.dense_norm), fmt(ex.dense_weight, 2)],
+      // the cosine as fused: with what the cross-lingual centring added to it
+      ["dense", fmt(ex.dense_raw) + (ex.centring ? ` (${ex.centring > 0 ? "+" : ""}${fmt(ex.centring)} centring)` : ""),
+        fmt(ex.dense_norm), fmt(ex.dense_weight, 2)],
     ];
     table.append(el("thead", {}, el("tr", {}, el("th", {}, "stage"), el("th", {}, "raw"), el("th", {}, "norm"),
       el("th", {}, "weight"))));

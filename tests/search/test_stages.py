@@ -292,6 +292,13 @@ def test_centring_by_script_weighs_a_code_heavy_chunk_less(parts, embedder):
     prose = Chunk(chunk_id="p", doc_id="p", text="배포를 되돌린다", start=0, end=8, source="p", path="p", lang="ko")
     assert script_weights({"c": code, "p": prose}, "en") == {"c": 0.0, "p": 2.0}
     assert script_weights({"c": code, "p": prose}, "ko") == {}
+    # each hit's explanation says what its cosine got: its language's offset times its weight
+    cfg = Config()
+    cfg.search.xling_centring_by_script = True
+    res = Searcher(backend, cfg, embedder=embedder, analyzer=analyzer).run(ROLLBACK, top_k=20, explain=True)
+    by_id = {h.chunk.chunk_id: h.explanation for h in res.hits}
+    assert by_id["deploy/ko"].centring == pytest.approx(-on.offsets["ko"] * korean["deploy/ko"], abs=1e-5)
+    assert all(e.centring == 0.0 for cid, e in by_id.items() if on.chunks.get(cid) and on.chunks[cid].lang == "en")
 
 
 def test_explain_prints_the_centring(parts, embedder):
@@ -309,8 +316,10 @@ def test_explain_prints_the_centring(parts, embedder):
         render_hits(res.plan, res.hits, True, Console(file=buf, width=200))
         return buf.getvalue()
 
-    line = [ln for ln in shown(make(parts, embedder)).splitlines() if "centring:" in ln]
+    text = shown(make(parts, embedder))
+    line = [ln for ln in text.splitlines() if "centring:" in ln]
     assert len(line) == 1 and "ko +" in line[0] and "zh +" in line[0] and "en " not in line[0], line
+    assert " centring)" in text  # a hit of another language: its cosine and what the centring added
     chunks, tokens, vectors, analyzer = parts
     en = [i for i, c in enumerate(chunks) if c.lang == "en"]
     one = MemoryBackend([chunks[i] for i in en], [tokens[i] for i in en], vectors[en])
