@@ -72,11 +72,18 @@ def compete(metric: str = "ndcg@10") -> str:
 
 
 FIT_VARIANTS = {
-    "xling-by-evidence": "shipped: `always`, share .25, a language with lexical evidence centred fully",
-    "xling-by-evidence-share-0": "the same, share 0",
-    "xling-by-evidence-share-0.5": "the same, share .5",
-    "xling-share-0.25": "`always`, share .25 for every language (the default before)",
-    "lexical-parity": "shipped + lexical parity (`search.xling_lexical_parity`)",
+    "centring-by-script": "shipped: chunk languages read from prose, centring by script share",
+    "centring-by-script-parity": "shipped + lexical parity",
+    "doc-lang": "chunk and query languages read from prose, centring by language",
+    "query-lang": "the same, before a document's language was read from short prose",
+    "query-lang-parity": "the same + lexical parity",
+    "prose-lang": "chunk languages read from prose (query language by letters)",
+    "xling-by-evidence": "the last release: languages by letters; `always`, share .25, a language with lexical "
+                         "evidence centred fully",
+    "xling-by-evidence-share-0": "the last release, share 0",
+    "xling-by-evidence-share-0.5": "the last release, share .5",
+    "xling-share-0.25": "`always`, share .25 for every language (the default before the last release)",
+    "lexical-parity": "the last release + lexical parity (`search.xling_lexical_parity`)",
     "xling-weak": "`weak`",
     "xling-share-0": "`always`, share 0 for every language",
     "xling-share-0.5": "`always`, share .5 for every language",
@@ -107,15 +114,15 @@ def fits(metric: str = "mean_held_out_ndcg@10") -> str:
 
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
-        print(table("Each set alone", "quality-evidence-standalone.json", "quality-neutral-standalone.json",
+        print(table("Each set alone", "quality-script-standalone.json", "quality-evidence-standalone.json",
                     "standalone", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("MIXED, one index of every corpus, the first 300 queries of a set (`<set> pooled`: with the "
-                    "pooled judgments of eval/pooled/)", "quality-evidence-mixed.json", "quality-neutral-mixed.json",
+                    "pooled judgments of eval/pooled/)", "quality-script-mixed.json", "quality-evidence-mixed.json",
                     "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The React pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-evidence-react.json", "quality-neutral-react.json", "mixed", metric))
+                    "quality-script-react.json", "quality-evidence-react.json", "mixed", metric))
     print(encoders())
     print(compete())
     print(fits())
