@@ -27,6 +27,7 @@ FEATURES = (
     "bm25_rank",  # 1 / (1 + rank) in the BM25 list (0 when BM25 did not retrieve it)
     "dense_rank",  # 1 / (1 + rank) in the dense list
     "log_length",  # log of the chunk's characters over 512
+    "centring",  # what the cross-lingual centring added to the cosine (its language's offset times its script weight)
 )
 
 
@@ -39,7 +40,7 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
                        dense_raw: np.ndarray,
                        own: np.ndarray, expansion: np.ndarray, ceiling: float, same_language: np.ndarray,
                        bm25_list: Mapping[str, float], dense_list: Mapping[str, float],
-                       lengths: np.ndarray) -> np.ndarray:
+                       lengths: np.ndarray, centring: np.ndarray | None = None) -> np.ndarray:
     """The (candidates × :data:`FEATURES`) matrix; NaN scores (a retriever that gave none) count as 0."""
     raw = np.asarray(dense_raw, dtype=np.float64)
     best = np.nanmax(raw) if np.isfinite(raw).any() else 0.0
@@ -51,5 +52,6 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
         np.asarray(same_language, dtype=np.float64),
         _rank_feature(ids, bm25_list), _rank_feature(ids, dense_list),
         np.log(np.maximum(np.asarray(lengths, dtype=np.float64), 1.0) / 512.0),
+        np.zeros(len(ids)) if centring is None else np.asarray(centring, dtype=np.float64),
     ]
     return np.column_stack(cols).astype(np.float64)

@@ -27,7 +27,7 @@ from hanrag.records import Chunk, Filters, Hit, QueryPlan
 from hanrag.search.candidates import Candidates, Planned, Request
 from hanrag.search.evidence import Evidence
 from hanrag.search.fusion import Fused, candidate_count, fuse
-from hanrag.search.hits import make_hits
+from hanrag.search.hits import centring_added, make_hits
 from hanrag.search.plan import QueryPlanner, promote_absent_terms
 from hanrag.search.ranking import diversify, rerank
 from hanrag.search.retrieve import Retriever
@@ -265,7 +265,8 @@ class Searcher:
         return candidate_features(
             cand.ids, fused.fused, fused.bm25_norm, fused.dense_norm, fused.dense_raw, own_scores, exp_scores,
             self.query_ceiling(cand.plan, cand.weights), np.array([c.lang == cand.plan.lang for c in chunks]),
-            cand.bm25, cand.dense, np.array([len(c.text) for c in chunks]))
+            cand.bm25, cand.dense, np.array([len(c.text) for c in chunks]),
+            np.array([centring_added(cand, c) for c in cand.ids]))
 
     # -- what the index says about a query (hanrag.search.evidence) ----------------------------------
     def lexical_evidence(self, plan: QueryPlan, weights: Mapping[str, float], bm25: Mapping[str, float],

@@ -14,7 +14,7 @@ def test_features_of_a_small_pool() -> None:
         dense_norm=np.array([0.2, 0.8, 0.0]), dense_raw=np.array([0.80, 0.85, np.nan]),
         own=np.array([4.0, 0.0, 0.0]), expansion=np.array([0.0, 2.0, 0.0]), ceiling=8.0,
         same_language=np.array([True, False, True]), bm25_list={"a": 5.0, "c": 1.0}, dense_list={"b": 0.85, "a": 0.8},
-        lengths=np.array([512, 1024, 0]))
+        lengths=np.array([512, 1024, 0]), centring=np.array([0.0, 0.02, 0.0]))
     col = {f: x[:, i] for i, f in enumerate(FEATURES)}
     assert x.shape == (3, len(FEATURES)) and np.isfinite(x).all()  # a retriever's missing score is 0, never NaN
     assert col["bm25_norm"].tolist() == [1.0, 0.0, 0.0]
@@ -23,3 +23,4 @@ def test_features_of_a_small_pool() -> None:
     assert col["same_language"].tolist() == [1.0, 0.0, 1.0]
     assert col["bm25_rank"].tolist() == [1.0, 0.0, 0.5] and col["dense_rank"].tolist() == [0.5, 1.0, 0.0]
     assert np.isclose(col["log_length"][0], 0.0) and col["log_length"][1] > 0 > col["log_length"][2]
+    assert col["centring"].tolist() == [0.0, 0.02, 0.0]  # the other-language candidate's centred cosine
