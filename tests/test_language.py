@@ -52,3 +52,14 @@ def test_default_for_too_little_prose():
     # enough letters: the text decides, whatever the default
     text = "레플리카셋을 손쉽게 스케일 업 또는 다운하는 방법은 필드를 업데이트하는 것이다."
     assert detect_lang(text, default="en") == "ko"
+
+
+def test_script_share_agrees_with_script_counts():
+    from hanrag.language import script_share
+
+    texts = ("배포가 실패하면 kubectl rollout undo 명령으로 되돌린다.", "甲木參天，脫胎要火。 갑목", "kubectl get pods",
+             "", "123 !!")
+    for text in texts:
+        counts = script_counts(text)
+        assert script_share(text, "hangul") == counts.ratio("hangul")
+        assert script_share(text, "cjk") == counts.ratio("cjk")

@@ -52,13 +52,13 @@ def script_weights(chunks: Mapping[str, Chunk], own: str) -> dict[str, float]:
     """Per candidate of another Korean or Chinese language: its share of letters in its language's script over the
     mean share of that language's candidates (``search.xling_centring_by_script``): a code-heavy Korean chunk is
     less Korean to the encoder than a prose one, and takes less of its language's centring."""
-    from hanrag.language import script_counts
+    from hanrag.language import script_share
 
     shares: dict[str, dict[str, float]] = {}
     for cid, chunk in chunks.items():
         script = SCRIPT_OF.get(chunk.lang)
         if script is not None and chunk.lang != own:
-            shares.setdefault(chunk.lang, {})[cid] = script_counts(chunk.text).ratio(script)
+            shares.setdefault(chunk.lang, {})[cid] = script_share(chunk.text, script)
     out: dict[str, float] = {}
     for by_chunk in shares.values():
         mean = sum(by_chunk.values()) / len(by_chunk)
