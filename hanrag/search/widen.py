@@ -46,19 +46,24 @@ def with_lang(filters: Filters | None, lang: str) -> Filters:
 
 # the script a language's text is written in (English is left out: its code and names are Latin script too)
 SCRIPT_OF = {"ko": "hangul", "zh": "cjk"}
+SCRIPT_SHARES_KEPT = 200_000  # chunks whose script share a Widener keeps (a few MB)
 
 
-def script_weights(chunks: Mapping[str, Chunk], own: str) -> dict[str, float]:
+def script_weights(chunks: Mapping[str, Chunk], own: str, known: dict[str, float] | None = None) -> dict[str, float]:
     """Per candidate of another Korean or Chinese language: its share of letters in its language's script over the
     mean share of that language's candidates (``search.xling_centring_by_script``): a code-heavy Korean chunk is
-    less Korean to the encoder than a prose one, and takes less of its language's centring."""
+    less Korean to the encoder than a prose one, and takes less of its language's centring. ``known``: shares by
+    chunk id already counted (a chunk id is its content's hash), read and filled."""
     from hanrag.language import script_share
 
+    known = {} if known is None else known
     shares: dict[str, dict[str, float]] = {}
     for cid, chunk in chunks.items():
         script = SCRIPT_OF.get(chunk.lang)
         if script is not None and chunk.lang != own:
-            shares.setdefault(chunk.lang, {})[cid] = script_share(chunk.text, script)
+            if cid not in known:
+                known[cid] = script_share(chunk.text, script)
+            shares.setdefault(chunk.lang, {})[cid] = known[cid]
     out: dict[str, float] = {}
     for by_chunk in shares.values():
         mean = sum(by_chunk.values()) / len(by_chunk)
@@ -80,6 +85,7 @@ class Widener:
         self.evidence = evidence
         self._index_langs: tuple[str, ...] | None = None
         self.large = large  # a large index (Retriever.large): the per-language pools are searched side by side
+        self._script_shares: dict[str, float] = {}  # chunk id -> its script share (script_weights), for this snapshot
 
     # -- the snapshot's side ------------------------------------------------------------------------
     @functools.cached_property
@@ -162,7 +168,10 @@ class Widener:
             offsets = {lang: off * shares[lang] for lang, off in offsets.items()}
             centring = tuple((lang, round(-offsets[lang], 4) + 0.0, shares[lang])  # + 0.0: never -0.0
                              for lang in sorted(offsets) if lang != cand.plan.lang)
-            weights = script_weights(chunks, cand.plan.lang) if sc.xling_centring_by_script else {}
+            if len(self._script_shares) > SCRIPT_SHARES_KEPT:  # a bound, not an LRU: counting again is cheap
+                self._script_shares.clear()
+            weights = (script_weights(chunks, cand.plan.lang, self._script_shares) if sc.xling_centring_by_script
+                       else {})
             cand = dataclasses.replace(cand, dense=dense, chunks=chunks, offsets=offsets, offset_weights=weights,
                                        ids=tuple(dict.fromkeys([*cand.ids, *dense])),
                                        plan=dataclasses.replace(cand.plan, language_centring=centring))

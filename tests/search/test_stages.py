@@ -292,6 +292,9 @@ def test_centring_by_script_weighs_a_code_heavy_chunk_less(parts, embedder):
     prose = Chunk(chunk_id="p", doc_id="p", text="배포를 되돌린다", start=0, end=8, source="p", path="p", lang="ko")
     assert script_weights({"c": code, "p": prose}, "en") == {"c": 0.0, "p": 2.0}
     assert script_weights({"c": code, "p": prose}, "ko") == {}
+    known = {"p": 0.5}  # a share counted before is read, not counted again; a new one is kept
+    assert script_weights({"c": code, "p": prose}, "en", known) == {"c": 0.0, "p": 2.0}
+    assert known == {"p": 0.5, "c": 0.0}
     # each hit's explanation says what its cosine got: its language's offset times its weight
     cfg = Config()
     cfg.search.xling_centring_by_script = True
