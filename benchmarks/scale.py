@@ -120,6 +120,15 @@ def pct(ms: list[float]) -> dict[str, float]:
     return {"p50_ms": round(float(np.percentile(ms, 50)), 2), "p95_ms": round(float(np.percentile(ms, 95)), 2)}
 
 
+def _measured() -> dict[str, object]:
+    """The commit this checkout is at, and whether it had uncommitted changes."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=Path(__file__).resolve().parent, capture_output=True,
+                              text=True).stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD"), "uncommitted_changes": bool(git("status", "--porcelain"))}
+
+
 def build(n: int, index_dir: Path) -> dict[str, Any]:
     from hanrag.pipeline import build_from_chunks
 
@@ -265,6 +274,9 @@ def main() -> None:
         "serve_blas_threads": 1,
         "ann_ef": args.ef or dense.EXPANSION_SEARCH,
         "hanrag_src": os.environ.get("HANRAG_SRC") or "this checkout",
+        **_measured(),
+        # settings given through the environment (HANRAG_SEARCH__XLING_COMPETE=weak, ...): what this run changed
+        "search_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("HANRAG_SEARCH__")},
         "cpus": os.cpu_count(),
         "load_avg": os.getloadavg()[0],
     }
