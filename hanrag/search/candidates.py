@@ -86,3 +86,8 @@ class Candidates:
             object.__setattr__(self, name, frozen_map(getattr(self, name)))
         object.__setattr__(self, "ids", tuple(self.ids))
         object.__setattr__(self, "qvec", read_only(self.qvec))
+
+    def centring(self, cid: str) -> float:
+        """What the cross-lingual centring adds to candidate ``cid``'s cosine before fusion: minus its language's
+        offset, times its script weight (``search.xling_centring_by_script``)."""
+        return -self.offsets.get(self.chunks[cid].lang, 0.0) * self.offset_weights.get(cid, 1.0)

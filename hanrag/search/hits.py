@@ -29,15 +29,9 @@ def make_hits(backend: IndexBackend, analyzer, cand: Candidates, fused: Fused, r
         if explain:
             exp = explanation(analyzer, ranking.plan, cand.weights, fused, i, chunk, ranking.pre_score(rank - 1),
                               ranking.rerank_raw.get(i), ranking.penalty(rank - 1), score,
-                              cid in cand.bm25, cid in cand.dense, centring_added(cand, cid))
+                              cid in cand.bm25, cid in cand.dense, round(cand.centring(cid), 6) + 0.0)  # never -0.0
         hits.append(Hit(chunk, float(score), rank, tuple(dups.get(cid, ())), exp))
     return hits
-
-
-def centring_added(cand: Candidates, cid: str) -> float:
-    """What the cross-lingual centring added to candidate ``cid``'s cosine (as :meth:`Searcher.fuse` does)."""
-    added = -cand.offsets.get(cand.chunks[cid].lang, 0.0) * cand.offset_weights.get(cid, 1.0)
-    return round(added, 6) + 0.0  # + 0.0: never -0.0
 
 
 def explanation(analyzer, plan: QueryPlan, weights: Mapping[str, float], fused: Fused, i: int, chunk: Chunk,

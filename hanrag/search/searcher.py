@@ -27,7 +27,7 @@ from hanrag.records import Chunk, Filters, Hit, QueryPlan
 from hanrag.search.candidates import Candidates, Planned, Request
 from hanrag.search.evidence import Evidence
 from hanrag.search.fusion import Fused, candidate_count, fuse
-from hanrag.search.hits import centring_added, make_hits
+from hanrag.search.hits import make_hits
 from hanrag.search.plan import QueryPlanner, promote_absent_terms
 from hanrag.search.ranking import diversify, rerank
 from hanrag.search.retrieve import Retriever
@@ -222,8 +222,7 @@ class Searcher:
         mode = cand.plan.mode
         b_arr, d_arr = self._scores(cand, mode)
         if cand.offsets:
-            d_arr = d_arr - np.array([cand.offsets.get(cand.chunks[c].lang, 0.0) * cand.offset_weights.get(c, 1.0)
-                                      for c in cand.ids])
+            d_arr = d_arr + np.array([cand.centring(c) for c in cand.ids])
         if cand.bm25_scales:
             b_arr = b_arr * np.array([cand.bm25_scales.get(cand.chunks[c].lang, 1.0) for c in cand.ids])
         if mode == "hybrid":
@@ -266,7 +265,7 @@ class Searcher:
             cand.ids, fused.fused, fused.bm25_norm, fused.dense_norm, fused.dense_raw, own_scores, exp_scores,
             self.query_ceiling(cand.plan, cand.weights), np.array([c.lang == cand.plan.lang for c in chunks]),
             cand.bm25, cand.dense, np.array([len(c.text) for c in chunks]),
-            np.array([centring_added(cand, c) for c in cand.ids]))
+            np.array([cand.centring(c) for c in cand.ids]))
 
     # -- what the index says about a query (hanrag.search.evidence) ----------------------------------
     def lexical_evidence(self, plan: QueryPlan, weights: Mapping[str, float], bm25: Mapping[str, float],
