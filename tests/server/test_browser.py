@@ -76,6 +76,9 @@ def test_korean_query_highlights_and_explains(inspector_url: str, driver, tmp_pa
     # the cross-lingual stage's centring of the other languages (the test corpus holds Hanja and English pages)
     centring = plan.find_element(By.CSS_SELECTOR, ".centring").text
     assert centring.startswith("centring") and "ko" not in centring.split()[1:] and "+" in centring, centring
+    # and each hit of another language says what the centring added to its cosine
+    tables = [t.text for t in driver.find_elements(By.CSS_SELECTOR, "#results table.explain")]
+    assert any(" centring)" in t for t in tables), tables
     # source link and badges
     link = first.find_element(By.CSS_SELECTOR, ".meta a.source")
     assert link.get_attribute("href").startswith("https://example.org/")
