@@ -74,7 +74,9 @@ _KO_ENDINGS = set("다요음함임됨것")
 # what is not prose for the language tag: a fenced code block at any indent (a list item's; to its closing fence,
 # or the end of the text), inline code, a bare URL, a Markdown link target and an HTML tag or autolink
 _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,}).*?(?:^[ \t]*\1[`~]*[ \t]*$|\Z)", re.M | re.S)
-_NOT_PROSE = re.compile(r"(`+)[^`\n]+?\1|https?://\S+|\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)|<[^<>\n]+>")
+# (a link target stops at the next bracket too: scanning to a line's end from every "](" of a long line without ")"
+# was quadratic)
+_NOT_PROSE = re.compile(r"(`+)[^`\n]+?\1|https?://\S+|\]\([^()\[\]\s]*(?:\s+\"[^\"\n]*\")?\)|<[^<>\n]+>")
 # how much of a document's prose its language is read from (the default of its chunks with little prose)
 DOC_LANG_WINDOW = 20_000
 

@@ -181,6 +181,18 @@ def test_prose_view_keeps_offsets_and_blanks_code():
     assert "kubectl" not in prose_view("* 예시:\n\n    ```shell\n    kubectl get pods\n    ```\n")
 
 
+def test_prose_view_of_a_hostile_long_line_is_linear():
+    # a 2 MB line of "[a](" without ")": the link-target pattern once scanned to the line's end from every "](",
+    # hours of work; in a child process with a timeout, so a regression fails instead of hanging the suite
+    import subprocess
+    import sys
+
+    code = ("from hanrag.chunking import prose_view; v = prose_view('[a](' * 500_000 + '\\n[b](/docs/x) y');"
+            "assert len(v) == 2_000_015 and v.endswith('\\n[b           y'), v[-20:]")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
 def test_invalid_config_rejected():
     import pytest
 
