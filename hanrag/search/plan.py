@@ -17,6 +17,7 @@ from hanrag.config import Config, RuleConfig
 from hanrag.language import detect_lang, hanja_ratio
 from hanrag.records import QueryPlan, check_mode
 from hanrag.search.presets import PRESETS
+from hanrag.text.normalize import HANGUL
 from hanrag.text.query import analyze_query
 
 # question markers; a query that ends in ? or starts/contains one of these reads as a question
@@ -34,14 +35,13 @@ _EN_FUNCTION = re.compile(
     r"where|which|can|should|my|your|it|this|that)\b",
     re.IGNORECASE,
 )
-_HANGUL = re.compile("[\uac00-\ud7af]")
 
 
 def query_lang(query: str) -> str:
     """The query's language: Korean when it holds Hangul and its Latin words are names rather than an English
     sentence (노드 컨디션 DiskPressure PIDPressure, kubectl autoscale 명령 hold more Latin letters than Hangul, yet
     are Korean questions); else :func:`~hanrag.language.detect_lang` of its letters (what is 갑목 stays with them)."""
-    if _HANGUL.search(query) and not _EN_FUNCTION.search(query):
+    if HANGUL.search(query) and not _EN_FUNCTION.search(query):
         return "ko"
     return detect_lang(query)
 
