@@ -14,9 +14,12 @@ The rule table's fused score is a feature of both models; in each fold it is rec
 on that fold's training sets, so no model sees weights chosen on the set it is scored on.
 
     python benchmarks/fit.py --fusions calibrated --dense-background language --records R.npz
-    python benchmarks/fit_ranker.py R.npz --json benchmarks/results/fit-ranker.json
+    python benchmarks/fit_ranker.py R.npz --json benchmarks/results/fit-ranker.json \
+        --export hanrag/rankers/lambdamart.json
 
-LightGBM is needed only here (``pip install lightgbm``), not by hanrag.
+``--export`` trains ``lambdarank-residual`` once more on every tuning set, the rule column from the shipped rule
+table (what a search computes), and writes it as hanrag's JSON model (:func:`hanrag.search.ranker.from_lightgbm`):
+the bundled ``search.ranker = "lambdamart"``. LightGBM is needed only here (the ``test`` extra), not by hanrag.
 """
 
 from __future__ import annotations
@@ -31,11 +34,12 @@ import numpy as np
 from fit import SHIPPED, choose, fit_ranker
 
 from hanrag.eval import query_metrics
-from hanrag.search.ranker import FEATURES
+from hanrag.search.ranker import FEATURES, from_lightgbm
 
 RULE_COLUMN = FEATURES.index("rule_fused")
 MAX_SET_LOSS = 0.01  # nDCG@10 a held-out tuning set may lose to a ranker that replaces the rule table
 HEAD = 50  # candidates a learned ranker reorders (the rule table's top 50; nDCG@10 reads the top 10)
+RULE_SCALE = 10.0  # the residual trees start from this times the rule table's score (LightGBM init_score)
 
 
 def load_records(path: Path) -> tuple[list[dict], dict]:
@@ -95,7 +99,7 @@ def train_lambdarank(records: list[dict], residual: bool, seed: int = 0):
     X = np.vstack([r["X"] for r in usable])
     y = np.concatenate([r["grade"] for r in usable]).astype(int)
     group = [len(r["grade"]) for r in usable]
-    init = np.concatenate([r["fused"] for r in usable]) * 10.0 if residual else None
+    init = np.concatenate([r["fused"] for r in usable]) * RULE_SCALE if residual else None
     data = lgb.Dataset(X, y, group=group, init_score=init, feature_name=list(FEATURES), free_raw_data=False)
     params = {"objective": "lambdarank", "metric": "ndcg", "ndcg_eval_at": [10], "lambdarank_truncation_level": 20,
               "num_leaves": 7, "min_data_in_leaf": 40, "learning_rate": 0.05, "feature_fraction": 0.9,
@@ -105,7 +109,7 @@ def train_lambdarank(records: list[dict], residual: bool, seed: int = 0):
 
 def score_model(model, rec: dict, residual: bool) -> np.ndarray:
     s = model.predict(rec["X"])
-    return s + rec["fused"] * 10.0 if residual else s
+    return s + rec["fused"] * RULE_SCALE if residual else s
 
 
 def preferred(model: dict[str, float], table: dict[str, float]) -> bool:
@@ -119,6 +123,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("records", type=Path)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--export", type=Path, default=None,
+                    help="write lambdarank-residual trained on every tuning set as hanrag's JSON model")
     args = ap.parse_args()
     records, measured = load_records(args.records)
     cells = sorted({r["cell"] for r in records})
@@ -153,6 +159,23 @@ def main() -> None:
             "rule": "a ranker replaces the rule table when its mean is higher and no set loses more than "
                     f"{MAX_SET_LOSS}",
             "replaces_rule_table": verdict}, indent=1))
+    if args.export:
+        export(records, measured, means, args.export)
+
+
+def export(records: list[dict], measured: dict, means: dict[str, float], path: Path) -> None:
+    """Train the residual trees on every tuning set's head, the rule column from the shipped weights (the rule
+    table a search runs), and write them as hanrag's model."""
+    heads = [_head(r) for r in with_rule(records, {})]
+    model = train_lambdarank(heads, residual=True)
+    trained = {**{k: measured[k] for k in ("commit", "uncommitted_changes", "date") if k in measured},
+               "command": " ".join(sys.argv), "sets": sorted({r["set"] for r in records}),
+               "queries": len(records), "objective": "LightGBM lambdarank, init score = rule_scale x rule_fused",
+               "mean_held_out_ndcg@10": {k: round(v, 4) for k, v in means.items()}}
+    out = from_lightgbm(model.dump_model(), FEATURES, RULE_SCALE, HEAD, trained)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, separators=(",", ":")) + "\n", encoding="utf-8")
+    print(f"wrote {path}: {len(out['trees'])} trees, {path.stat().st_size // 1024} KiB")
 
 
 if __name__ == "__main__":

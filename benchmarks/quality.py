@@ -49,7 +49,7 @@ METRICS = ("ndcg@10", "mrr@10", "recall@10")
 
 
 DEFAULT_ROWS = ("bm25", "dense", "minmax", "zscore", "rrf k=60", "ceiling", "calibrated",
-                "calibrated, language background", "calibrated, corpus background", "hanrag default")
+                "calibrated, language background", "calibrated, corpus background", "rule table", "hanrag default")
 
 
 def rows(cfg: Config, names: list[str] | None) -> dict[str, tuple[str, Config]]:
@@ -78,7 +78,7 @@ def with_pooled(es):
 
 
 def evaluate(name: str, set_names: list[str], cfg: Config, emb, row_names: list[str] | None, max_q: int,
-             dedup: bool = True, pooled: bool = False):
+             dedup: bool = True, pooled: bool = False, top_k: int = 100):
     sets = [first_queries(load(n), max_q) for n in set_names]
     t = time.perf_counter()
     name = name if dedup else f"{name}-nodedup"
@@ -90,7 +90,7 @@ def evaluate(name: str, set_names: list[str], cfg: Config, emb, row_names: list[
         todo += [dataclasses.replace(t, name=p.name, qrels=p.qrels)
                  for t, p in ((t, with_pooled(es)) for t, es in zip(todo, sets, strict=True)) if p is not None]
     res = run_ablations(index.backend, cfg, todo, embedder=emb, analyzer=index.analyzer,
-                        lexicon=index.lexicon, configs=rows(cfg, row_names), also=folded_docs(index))
+                        lexicon=index.lexicon, configs=rows(cfg, row_names), also=folded_docs(index), top_k=top_k)
     emb.save()
     print(f"[{name}] {report.chunks} chunks ({report.dedup.get('duplicates')} folded), "
           f"{sum(len(es.queries) for es in sets)} queries, {time.perf_counter() - t:.0f}s", file=sys.stderr)
@@ -123,6 +123,9 @@ def main() -> None:
     ap.add_argument("--config", type=Path, default=None,
                     help="evaluate this config file (hanrag.toml) instead of the defaults, e.g. a candidate rule table")
     ap.add_argument("--backend", default="", help="embedder backend to evaluate (indexes get a -BACKEND suffix)")
+    ap.add_argument("--top-k", type=int, default=100,
+                    help="hits per search (100: R@100 is read; each retriever draws max(20, 4 x top_k) candidates, so "
+                         "10 runs the candidate pools of a search for ten hits)")
     args = ap.parse_args()
     measured = measured_what()  # before the run: a commit made while it runs is not what it measured
     cfg = load_config(args.config, env=False) if args.config else Config()
@@ -134,14 +137,14 @@ def main() -> None:
     standalone: dict[str, dict[str, dict[str, float]]] = {}
     for n in names:
         for label, per in evaluate(n + suffix, [n], cfg, emb, args.rows, args.max_queries,
-                                   not args.no_dedup).items():
+                                   not args.no_dedup, top_k=args.top_k).items():
             standalone.setdefault(label, {}).update(per)
     mixed: dict[str, dict[str, dict[str, float]]] = {}
     if not args.no_mixed:
         members = available(list(args.mixed_sets or MIXED_SETS))
         name = "MIXED" if args.mixed_sets is None else "MIXED-" + "+".join(members)
         mixed = evaluate(name + suffix, members, cfg, emb, args.rows, args.max_queries, not args.no_dedup,
-                         args.pooled)
+                         args.pooled, args.top_k)
     for metric in ("ndcg@10", "mrr@10"):
         print(table("standalone", standalone, metric))
         if mixed:

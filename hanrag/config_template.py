@@ -59,6 +59,8 @@ _FALLBACK_HELP: dict[str, str] = {
     "search.diversity_factors": "score factor of a document's 1st, 2nd, 3rd, ... hit (the last one repeats)",
     "search.rules": "adaptive weight rules, the first one that matches wins",
     "search.rerank": "cross-encoder reranking of the top candidates",
+    "search.ranker": "learned ranker reordering the fused head: \"lambdamart\" (bundled), a JSON model path, or "
+    "\"\" (the rule table's order)",
     "rerank.candidates": "fused candidates passed to the reranker (at least top_k)",
     "rerank.batch_size": "pairs scored per batch",
     "rerank.max_length": "model tokens per (query, passage) pair, at most the model's positions (query and passage "

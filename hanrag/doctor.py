@@ -224,6 +224,17 @@ def _lexicon_checks(cfg: Config, problems: list[Problem]) -> None:
                                     "lexicon.paths"))
 
 
+def _ranker_checks(cfg: Config, problems: list[Problem]) -> None:
+    from hanrag.search.ranker import RankerError, load_ranker
+
+    try:
+        load_ranker(cfg.search.ranker)
+    except RankerError as exc:  # every hybrid search would stop on it
+        problems.append(Problem("error", "ranker-unloadable", str(exc),
+                                "give the path of a model benchmarks/fit_ranker.py wrote, \"lambdamart\" (bundled), "
+                                "or search.ranker = '' for the rule table alone"))
+
+
 def _rerank_checks(cfg: Config, problems: list[Problem]) -> None:
     r = cfg.search.rerank
     model = r.model
@@ -310,5 +321,6 @@ def diagnose(index_dir: str | Path, cfg: Config) -> list[Problem]:
         _guarded(problems, "contents", _content_checks, opened[0], cfg, problems)
     _embedder_checks(cfg, manifest, problems)
     _lexicon_checks(cfg, problems)
+    _ranker_checks(cfg, problems)
     _rerank_checks(cfg, problems)
     return sorted(problems, key=lambda p: p.severity != "error")

@@ -201,6 +201,10 @@ class QueryPlan(_Record):
     rerank_candidates: int | None = None
     rerank_ms: float | None = field(default=None, compare=False)
     rerank_budget_ms: int | None = None
+    # the learned ranking stage as it ran (hybrid, search.ranker): the model ("bundled:lambdamart" or a file) and how
+    # many candidates at the head of the fused list it reordered; "" / None when the rule table's order stands
+    ranker: str = ""
+    ranked: int | None = None
     # with search.language_neutral_query, how many language axes the query vector left out before the dense side
     # (0 in an index of one language); None when the setting is off or no dense side ran
     language_axes: int | None = None
@@ -239,6 +243,9 @@ class Explanation(_Record):
     # what the cross-lingual centring added to this hit's cosine before fusion (dense_raw holds it): its language's
     # offset (QueryPlan.language_centring), times its script weight with search.xling_centring_by_script
     centring: float = 0.0
+    # what the learned ranker (QueryPlan.ranker) added to ``fused``, per feature, ("base", …) first: fused plus these
+    # is the score before rerank and diversity; empty when the hit was not in the head it reordered
+    learned: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -295,6 +295,9 @@ def render_hits(plan, hits, explain: bool, out: Console | None = None) -> None:
         if plan.lexical_parity:
             parts = ", ".join(f"{lang} ×{f:.2f}" for lang, f in plan.lexical_parity)
             out.print(data(f"  BM25 parity: {parts}"), highlight=False)
+        if plan.ranker:
+            out.print(data(f"  ranker: {plan.ranker} reordered the first {plan.ranked} fused candidates"),
+                      highlight=False)
         if plan.reranked is not None:
             budget = f"budget {plan.rerank_budget_ms} ms" if plan.rerank_budget_ms else "no budget"
             out.print(data(f"  rerank: reranked {plan.reranked} of {plan.rerank_candidates} in "
@@ -310,6 +313,15 @@ def render_hits(plan, hits, explain: bool, out: Console | None = None) -> None:
 
     def f(x: float | None) -> str:
         return "—" if x is None else f"{x:.3f}"
+
+    def learned_text(learned) -> str:
+        """What the learned ranker added, its largest three features by size: ` ranker +0.041 (same_language
+        +0.030, dense_gap +0.012, base -0.004, …)`."""
+        if not learned:
+            return ""
+        top = sorted(learned, key=lambda kv: -abs(kv[1]))
+        parts = ", ".join(f"{k} {v:+.3f}" for k, v in top[:3]) + (", …" if len(top) > 3 else "")
+        return f" ranker {sum(v for _, v in learned):+.3f} ({parts})"
 
     for h in hits:
         # the file first (what a user opens), the cited URL under it
@@ -327,7 +339,8 @@ def render_hits(plan, hits, explain: bool, out: Console | None = None) -> None:
                 f"bm25 {f(e.bm25_raw)}→{f(e.bm25_norm)} ×{e.bm25_weight:.2f}\n"
                 f"dense {f(e.dense_raw)}{f' ({e.centring:+.3f} centring)' if e.centring else ''}"
                 f"→{f(e.dense_norm)} ×{e.dense_weight:.2f}\n"
-                f"{e.fusion} fused {e.fused:.3f} rerank {f(e.rerank)} penalty ×{e.penalty:.2f} = {e.final:.3f}\n"
+                f"{e.fusion} fused {e.fused:.3f}{learned_text(e.learned)} rerank {f(e.rerank)} "
+                f"penalty ×{e.penalty:.2f} = {e.final:.3f}\n"
                 f"rule {e.rule}; found by {'+'.join(e.found_by) or '—'}\n"
                 + "matched: "
                 + (" ".join(f"{t} ({how})" for t, how in e.matched_via) or "—")

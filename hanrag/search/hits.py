@@ -29,14 +29,15 @@ def make_hits(backend: IndexBackend, analyzer, cand: Candidates, fused: Fused, r
         if explain:
             exp = explanation(analyzer, ranking.plan, cand.weights, fused, i, chunk, ranking.pre_score(rank - 1),
                               ranking.rerank_raw.get(i), ranking.penalty(rank - 1), score,
-                              cid in cand.bm25, cid in cand.dense, round(cand.centring(cid), 6) + 0.0)  # never -0.0
+                              cid in cand.bm25, cid in cand.dense, round(cand.centring(cid), 6) + 0.0,  # never -0.0
+                              ranking.learned.get(i, ()))
         hits.append(Hit(chunk, float(score), rank, tuple(dups.get(cid, ())), exp))
     return hits
 
 
 def explanation(analyzer, plan: QueryPlan, weights: Mapping[str, float], fused: Fused, i: int, chunk: Chunk,
                 pre: float, rerank: float | None, penalty: float, final: float, by_bm25: bool,
-                by_dense: bool, centring: float = 0.0) -> Explanation:
+                by_dense: bool, centring: float = 0.0, learned: tuple[tuple[str, float], ...] = ()) -> Explanation:
     """Every number behind candidate ``i``'s final score, and which query tokens its chunk matched and how."""
     def num(x: float) -> float | None:
         return None if np.isnan(x) else float(x)
@@ -71,4 +72,5 @@ def explanation(analyzer, plan: QueryPlan, weights: Mapping[str, float], fused: 
         found_by=tuple(n for n, ok in (("bm25", by_bm25), ("dense", by_dense)) if ok),
         matched_via=tuple((t, how(t)) for t in (*matched, *matched_exp)),
         centring=centring,
+        learned=tuple((name, round(v, 6) + 0.0) for name, v in learned),
     )

@@ -1,21 +1,30 @@
-"""The evidence each candidate carries, as features for a learned ranker.
+"""The learned ranking stage: the evidence each candidate carries, and boosted trees that weigh it.
 
 The rule table (:mod:`hanrag.search.presets`) weighs two numbers per candidate — its normalised BM25 and its
 calibrated cosine — by the query's rule. A candidate carries more: how much of the query its BM25 covers in the
 query's own words and through expansions (lexicon, glossary, corpus links, translations, readings), its raw
 cosine against the best in the pool, whether it is in the query's language, where each retriever ranked it, its
 length. :func:`candidate_features` computes them from the searcher's own state
-(:meth:`hanrag.search.searcher.Searcher.ranking_features`), so ``benchmarks/fit.py --ranker`` trains on what a
-search would compute. Under the fitting protocol (docs/evaluation.md) LambdaMART trees started from the rule
-table's score now pass it (.7183 against .7130); no model is in the search path yet: it needs its own evaluator,
-per-feature contributions under ``--explain`` and product-path figures first.
+(:meth:`hanrag.search.searcher.Searcher.ranking_features`), so ``benchmarks/fit.py --records`` records what a
+search computes and ``benchmarks/fit_ranker.py`` trains on it.
+
+:class:`TreeRanker` is such a model: LambdaMART trees (trained with LightGBM, stored as JSON by
+:func:`from_lightgbm`, evaluated here with numpy alone) started from the rule table's score, so they learn
+corrections to the table. ``search.ranker`` names it (``lambdamart``, bundled in ``hanrag/rankers/``, is the
+default: the fitting protocol prefers it to the rule table, docs/evaluation.md); it reorders the rule table's head
+(:func:`hanrag.search.ranking.learned_ranking`) and says per hit what each feature added (``--explain``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+
+from hanrag.bundled import RANKER_DIR
 
 FEATURES = (
     "rule_fused",  # the rule table's fused score: the model corrects the table rather than replacing it
@@ -41,10 +50,12 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
                        dense_raw: np.ndarray,
                        own: np.ndarray, expansion: np.ndarray, ceiling: float, same_language: np.ndarray,
                        bm25_list: Mapping[str, float], dense_list: Mapping[str, float],
-                       lengths: np.ndarray, centring: np.ndarray | None = None) -> np.ndarray:
-    """The (candidates × :data:`FEATURES`) matrix; NaN scores (a retriever that gave none) count as 0."""
+                       lengths: np.ndarray, centring: np.ndarray | None = None,
+                       dense_best: float | None = None) -> np.ndarray:
+    """The (candidates × :data:`FEATURES`) matrix; NaN scores (a retriever that gave none) count as 0.
+    ``dense_best``: the pool's best cosine when ``ids`` are part of the pool (default: the best of ``dense_raw``)."""
     raw = np.asarray(dense_raw, dtype=np.float64)
-    best = np.nanmax(raw) if np.isfinite(raw).any() else 0.0
+    best = dense_best if dense_best is not None else np.nanmax(raw) if np.isfinite(raw).any() else 0.0
     gap = np.nan_to_num(raw - best, nan=-1.0)
     scale = ceiling if ceiling > 0 else 1.0
     cols = [
@@ -56,3 +67,179 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
         np.zeros(len(ids)) if centring is None else np.asarray(centring, dtype=np.float64),
     ]
     return np.column_stack(cols).astype(np.float64)
+
+
+# -- the model: boosted trees read from JSON, evaluated with numpy ---------------------------------------------------
+
+MODEL_FORMAT = "hanrag-trees/1"
+BUNDLED = {"lambdamart": "lambdamart.json"}  # search.ranker names shipped in hanrag/rankers/
+_MISSING = {"None": 0, "Zero": 1, "NaN": 2}  # LightGBM's missing_type per split
+
+
+class RankerError(ValueError):
+    """A ranker model that cannot be used: its file, and what is wrong with it."""
+
+
+@dataclass(frozen=True)
+class TreeRanker:
+    """Regression trees whose summed leaves correct the rule table: a candidate scores ``rule_scale · rule_fused
+    + Σ trees`` (the trees were trained from that start: LightGBM's ``init_score``). Every tree's nodes are laid out
+    in one set of arrays, children after their parent, so an evaluation walks all trees of all candidates at once.
+
+    ``value`` holds a leaf's output and, for a split, the output the node would have as a leaf (LightGBM's
+    ``internal_value``): the walk from a tree's root to its leaf credits each split's feature with the change in
+    value, so the per-feature contributions and the roots' values sum exactly to the score (Saabas' attribution)."""
+
+    source: str  # the file read, or "bundled:<name>"
+    features: tuple[str, ...]
+    rule_scale: float
+    head: int  # candidates it reorders: the rule table's first ``head``, as it was trained
+    roots: np.ndarray  # node index of each tree's root
+    feature: np.ndarray  # a split's feature column; -1 for a leaf
+    threshold: np.ndarray
+    left: np.ndarray  # child node indices (a leaf's are its own)
+    right: np.ndarray
+    value: np.ndarray
+    missing: np.ndarray  # 0: a NaN is 0; 1: a 0 or NaN goes the default way; 2: a NaN goes the default way
+    default_left: np.ndarray
+    trained: Mapping[str, object] = field(default_factory=dict)  # how it was trained (command, commit, sets)
+
+    def _walk(self, X: np.ndarray, contributions: np.ndarray | None) -> np.ndarray:
+        """Each candidate's leaf in each tree (candidates × trees); adds each split's change of value to
+        ``contributions[candidate, feature]`` when given."""
+        n = X.shape[0]
+        node = np.broadcast_to(self.roots, (n, len(self.roots))).copy()
+        rows = np.repeat(np.arange(n), len(self.roots)).reshape(n, -1)
+        while True:
+            feat = self.feature[node]
+            inner = feat >= 0
+            if not inner.any():
+                return node
+            x = X[rows, np.maximum(feat, 0)]
+            kind = self.missing[node]
+            nan = np.isnan(x)
+            default = (kind == 2) & nan | (kind == 1) & (nan | (np.abs(x) <= 1e-35))
+            x = np.where(nan & (kind == 0), 0.0, x)
+            go_left = np.where(default, self.default_left[node], x <= self.threshold[node])
+            nxt = np.where(inner, np.where(go_left, self.left[node], self.right[node]), node)
+            if contributions is not None:
+                np.add.at(contributions, (rows[inner], feat[inner]), self.value[nxt[inner]] - self.value[node[inner]])
+            node = nxt
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """The trees' sum per candidate (without the rule table's part)."""
+        X = np.asarray(X, dtype=np.float64)
+        return self.value[self._walk(X, None)].sum(axis=1)
+
+    def score(self, X: np.ndarray) -> np.ndarray:
+        """The ranking score: the rule table's fused score, scaled as in training, plus the trees."""
+        X = np.asarray(X, dtype=np.float64)
+        return self.rule_scale * X[:, self.features.index("rule_fused")] + self.predict(X)
+
+    def contributions(self, X: np.ndarray) -> tuple[np.ndarray, float]:
+        """Per candidate and feature, what the trees credit the feature with, and the trees' base (the roots'
+        values): ``base + contributions.sum(axis=1) == predict(X)``."""
+        X = np.asarray(X, dtype=np.float64)
+        out = np.zeros(X.shape, dtype=np.float64)
+        self._walk(X, out)
+        return out, float(self.value[self.roots].sum())
+
+
+def from_lightgbm(dump: Mapping, features: Sequence[str], rule_scale: float, head: int,
+                  trained: Mapping[str, object] | None = None) -> dict:
+    """A LightGBM model (``Booster.dump_model()``) as hanrag's JSON model (:data:`MODEL_FORMAT`): for each tree its
+    nodes in pre-order, children after their parent. Numerical splits only (hanrag's features are numbers)."""
+    names = list(dump.get("feature_names", features))
+    if names != list(features):
+        raise RankerError(f"the LightGBM model's features {names} are not hanrag's {list(features)}")
+    trees = []
+    for info in dump["tree_info"]:
+        t: dict[str, list] = {k: [] for k in ("feature", "threshold", "left", "right", "value", "missing",
+                                             "default_left")}
+
+        def add(node: Mapping, t=t) -> int:
+            i = len(t["feature"])
+            for k in t:
+                t[k].append(None)
+            if "leaf_value" in node:
+                t["feature"][i], t["threshold"][i], t["left"][i], t["right"][i] = -1, 0.0, i, i
+                t["value"][i], t["missing"][i], t["default_left"][i] = float(node["leaf_value"]), 0, False
+                return i
+            if node.get("decision_type", "<=") != "<=":
+                raise RankerError(f"split {node.get('decision_type')!r}: only numerical splits (<=) are read")
+            t["feature"][i], t["threshold"][i] = int(node["split_feature"]), float(node["threshold"])
+            t["value"][i], t["missing"][i] = float(node["internal_value"]), _MISSING[node.get("missing_type", "None")]
+            t["default_left"][i] = bool(node.get("default_left", True))
+            t["left"][i] = add(node["left_child"])
+            t["right"][i] = add(node["right_child"])
+            return i
+
+        add(info["tree_structure"])
+        trees.append(t)
+    return {"format": MODEL_FORMAT, "features": list(features), "rule_scale": float(rule_scale), "head": int(head),
+            "trained": dict(trained or {}), "trees": trees}
+
+
+def load_ranker(spec: str) -> TreeRanker | None:
+    """``search.ranker``: "" (the rule table alone: None), a bundled model's name (:data:`BUNDLED`) or the path of a
+    JSON model (:func:`from_lightgbm`'s format). Raises :class:`RankerError` naming the file and the problem."""
+    if not spec:
+        return None
+    path = RANKER_DIR / BUNDLED[spec] if spec in BUNDLED else Path(spec).expanduser()
+    source = f"bundled:{spec}" if spec in BUNDLED else str(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RankerError(f"{path}: no such ranker model (search.ranker is {spec!r}; bundled: "
+                          f"{', '.join(BUNDLED)}; \"\" for the rule table alone)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RankerError(f"{path}: not a readable JSON ranker model: {e}") from None
+    try:
+        return _ranker_from(data, source)
+    except (KeyError, TypeError, ValueError) as e:
+        raise RankerError(f"{path}: not a usable ranker model: {e}") from None
+
+
+def _ranker_from(data: Mapping, source: str) -> TreeRanker:
+    if not isinstance(data, Mapping) or data.get("format") != MODEL_FORMAT:
+        raise ValueError(f"format is not {MODEL_FORMAT!r}")
+    features = tuple(data["features"])
+    if features != FEATURES:
+        missing = sorted(set(FEATURES) ^ set(features))
+        raise ValueError(f"its features are not this hanrag's ({', '.join(missing) or 'another order'}): "
+                         "train it again with benchmarks/fit_ranker.py")
+    cols: dict[str, list] = {k: [] for k in ("feature", "threshold", "left", "right", "value", "missing",
+                                            "default_left")}
+    roots = []
+    for t in data["trees"]:
+        base, n = len(cols["feature"]), len(t["feature"])
+        if n == 0 or any(len(t[k]) != n for k in cols):
+            raise ValueError("a tree's node arrays are empty or of different lengths")
+        feat = [int(f) for f in t["feature"]]
+        for i, f in enumerate(feat):
+            if f >= len(features) or f < -1:
+                raise ValueError(f"a split on feature {f}, of {len(features)}")
+            kids = (int(t["left"][i]), int(t["right"][i]))
+            if f >= 0 and not all(i < c < n for c in kids):
+                raise ValueError("a split's children must come after it in its tree")  # so a walk always ends
+        roots.append(base)
+        cols["feature"] += feat
+        for k in ("left", "right"):
+            cols[k] += [base + int(c) for c in t[k]]
+        for k in ("threshold", "value", "missing", "default_left"):
+            cols[k] += list(t[k])
+    if not roots:
+        raise ValueError("no trees")
+    value = np.array(cols["value"], dtype=np.float64)
+    if not np.isfinite(value).all() or not np.isfinite(np.array(cols["threshold"], dtype=np.float64)).all():
+        raise ValueError("a value or threshold is not a finite number")
+    head = int(data["head"])
+    if head < 1 or not np.isfinite(float(data["rule_scale"])):
+        raise ValueError(f"head must be >= 1 (got {head}) and rule_scale a finite number")
+    return TreeRanker(
+        source=source, features=features, rule_scale=float(data["rule_scale"]), head=head,
+        roots=np.array(roots, dtype=np.int64), feature=np.array(cols["feature"], dtype=np.int64),
+        threshold=np.array(cols["threshold"], dtype=np.float64), left=np.array(cols["left"], dtype=np.int64),
+        right=np.array(cols["right"], dtype=np.int64), value=value,
+        missing=np.array(cols["missing"], dtype=np.int64), default_left=np.array(cols["default_left"], dtype=bool),
+        trained=dict(data.get("trained", {})))

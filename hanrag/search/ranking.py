@@ -1,16 +1,20 @@
-"""The order after fusion: the rerank stage and the diversity stage, each returning a new :class:`Ranking`.
+"""The order after fusion: the learned ranking, rerank and diversity stages, each returning a new :class:`Ranking`.
 
-The rerank stage reorders the fused head with a cross-encoder when one is configured (:mod:`hanrag.search.rerank`
-holds the model); the diversity stage damps later hits of a source already seen (:mod:`hanrag.search.diversity`).
+The learned ranking stage reorders the fused head with boosted trees over each candidate's evidence when
+``search.ranker`` names a model (:mod:`hanrag.search.ranker`); the rerank stage reorders the head with a
+cross-encoder when one is configured (:mod:`hanrag.search.rerank` holds the model); the diversity stage damps later
+hits of a source already seen (:mod:`hanrag.search.diversity`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from hanrag.records import QueryPlan
 from hanrag.search.candidates import Candidates, Request, frozen_map
@@ -18,6 +22,7 @@ from hanrag.search.diversity import apply_diversity
 from hanrag.search.fusion import Fused
 
 if TYPE_CHECKING:
+    from hanrag.search.ranker import TreeRanker
     from hanrag.search.rerank import Reranker
     from hanrag.search.searcher import StageTimes
 
@@ -29,6 +34,8 @@ class Ranking:
 
     ``pre``/``penalties`` are the scores before diversity and its penalties; None (no diversity) means
     pre == scores and every penalty is 1. ``rerank_raw``: candidate index -> the cross-encoder's raw score.
+    ``learned``: candidate index -> what the learned ranker added to the candidate's fused score, per feature
+    (``("base", …)`` first: the trees' value before any split); the candidates it reordered, and only those.
     """
 
     plan: QueryPlan
@@ -37,11 +44,13 @@ class Ranking:
     rerank_raw: Mapping[int, float] = field(default_factory=dict)
     pre: tuple[float, ...] | None = None
     penalties: tuple[float, ...] | None = None
+    learned: Mapping[int, tuple[tuple[str, float], ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "order", tuple(self.order))
         object.__setattr__(self, "scores", tuple(self.scores))
         object.__setattr__(self, "rerank_raw", frozen_map(self.rerank_raw))
+        object.__setattr__(self, "learned", frozen_map(self.learned))
         for name in ("pre", "penalties"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, tuple(getattr(self, name)))
@@ -53,20 +62,57 @@ class Ranking:
         return 1.0 if self.penalties is None else self.penalties[pos]
 
 
-def rerank(reranker: Reranker | None, head_size: int, request: Request, cand: Candidates, fused: Fused,
-           times: StageTimes) -> Ranking:
-    """Cross-encoder rerank of the fused head when a reranker is given; else the fused ranking.
+def fused_ranking(cand: Candidates, fused: Fused) -> Ranking:
+    """The candidates in their fused order with their fused scores (the rule table's ranking)."""
+    order = [int(i) for i in fused.order()]
+    return Ranking(cand.plan, order, [float(fused.fused[i]) for i in order])
 
-    The head is the first ``head_size`` (``search.rerank.candidates``; at least ``request.top_k``) of the fused
-    order; the reranker scores as much of it as ``search.rerank.budget_ms`` allows, best-fused first
-    (:meth:`Reranker.rerank`). The reranked hits come first in their reranked order; every other candidate (past
-    the head, or not reached within the budget) follows in its fused order with a score below the lowest reranked
+
+def learned_ranking(model: TreeRanker | None, features: Callable[[Sequence[int]], np.ndarray], cand: Candidates,
+                    fused: Fused, times: StageTimes) -> Ranking:
+    """The fused ranking, its head (the first ``model.head``, as the model was trained) reordered by the learned
+    ranker when one is given (hybrid searches: the model corrects the rule table's fusion of both retrievers).
+
+    A reordered candidate scores its fused score plus the trees' correction over the rule scale (so the numbers
+    stay on the fused scale, and ``--explain`` adds them up); the candidates past the head keep their fused order
+    below the head's lowest score. ``features(rows)``: the ranker features of those candidate indices
+    (:meth:`hanrag.search.searcher.Searcher.ranking_features`). The plan records the model and how many it
+    reordered (``QueryPlan.ranker``, ``QueryPlan.ranked``)."""
+    base = fused_ranking(cand, fused)
+    if model is None or cand.plan.mode != "hybrid":
+        return base
+    t = time.perf_counter()
+    head = list(base.order[:model.head])
+    X = features(head)
+    contrib, bias = model.contributions(X)
+    correction = (bias + contrib.sum(axis=1)) / model.rule_scale
+    scores = np.asarray(base.scores[:len(head)]) + correction
+    new = sorted(range(len(head)), key=lambda j: (-scores[j], j))
+    floor = float(scores.min())
+    tail = [min(s, floor) for s in base.scores[len(head):]]
+    learned = {head[j]: (("base", bias / model.rule_scale),
+                         *((name, float(v) / model.rule_scale) for name, v in zip(model.features, contrib[j],
+                                                                                  strict=True) if v != 0.0))
+               for j in range(len(head))}
+    times.extra["ranker"] = time.perf_counter() - t
+    plan = dataclasses.replace(cand.plan, ranker=model.source, ranked=len(head))
+    return Ranking(plan, [head[j] for j in new] + list(base.order[len(head):]),
+                   [float(scores[j]) for j in new] + tail, learned=learned)
+
+
+def rerank(reranker: Reranker | None, head_size: int, request: Request, cand: Candidates, ranking: Ranking,
+           times: StageTimes) -> Ranking:
+    """Cross-encoder rerank of the ranking's head when a reranker is given; else the ranking as it is.
+
+    The head is the first ``head_size`` (``search.rerank.candidates``; at least ``request.top_k``) of the order
+    so far (fused, or learned); the reranker scores as much of it as ``search.rerank.budget_ms`` allows, best
+    first (:meth:`Reranker.rerank`). The reranked hits come first in their reranked order; every other candidate
+    (past the head, or not reached within the budget) follows in its order with a score below the lowest reranked
     one. The ranking's plan records how many were reranked of how many, in how many ms, under which budget
     (``QueryPlan.reranked``)."""
-    order = [int(i) for i in fused.order()]
-    scores = [float(fused.fused[i]) for i in order]
     if reranker is None:
-        return Ranking(cand.plan, order, scores)
+        return ranking
+    order, scores = list(ranking.order), list(ranking.scores)
     t = time.perf_counter()
     n = min(len(order), max(head_size, request.top_k))
     rr = reranker.rerank(request.query, [cand.chunks[cand.ids[i]].text for i in order[:n]], scores[:n])
@@ -80,9 +126,9 @@ def rerank(reranker: Reranker | None, head_size: int, request: Request, cand: Ca
     # fused order
     scores = [float(rr.final[j]) for j in new_head] + [tail_cap - 1.0 - r for r in range(len(order) - k)]
     times.rerank = time.perf_counter() - t
-    plan = dataclasses.replace(cand.plan, reranked=k, rerank_candidates=n,
+    plan = dataclasses.replace(ranking.plan, reranked=k, rerank_candidates=n,
                                rerank_ms=round(times.rerank * 1000, 1), rerank_budget_ms=rr.budget_ms)
-    return Ranking(plan, order, scores, rerank_raw=rerank_raw)
+    return Ranking(plan, order, scores, rerank_raw=rerank_raw, learned=ranking.learned)
 
 
 def diversify(cand: Candidates, ranking: Ranking, factors) -> Ranking:
@@ -98,4 +144,5 @@ def diversify(cand: Candidates, ranking: Ranking, factors) -> Ranking:
         rerank_raw=ranking.rerank_raw,
         pre=tuple(ranking.scores[j] for j in div_order),
         penalties=tuple(penalties[j] for j in div_order),
+        learned=ranking.learned,
     )

@@ -1,9 +1,10 @@
-"""The search pipeline: plan -> retrieve -> widen -> fuse -> rerank -> diversify -> hits.
+"""The search pipeline: plan -> retrieve -> widen -> fuse -> learned ranking -> rerank -> diversify -> hits.
 
 :class:`Searcher` runs the stages in order; each takes frozen records and returns a new one
 (:mod:`hanrag.search.candidates`): the plan stage (:mod:`hanrag.search.plan`), retrieval
 (:mod:`hanrag.search.retrieve`), the cross-lingual stage that widens the candidates (:mod:`hanrag.search.widen`),
-fusion (here, over :mod:`hanrag.search.fusion`), rerank and diversity (:mod:`hanrag.search.ranking`) and the hits
+fusion (here, over :mod:`hanrag.search.fusion`), the learned ranking (:mod:`hanrag.search.ranker` holds the model),
+rerank and diversity (:mod:`hanrag.search.ranking`) and the hits
 (:mod:`hanrag.search.hits`). What the index says about a query (its BM25 ceiling, lexical evidence, dense
 background) is :mod:`hanrag.search.evidence`.
 
@@ -29,7 +30,7 @@ from hanrag.search.evidence import Evidence
 from hanrag.search.fusion import Fused, candidate_count, fuse
 from hanrag.search.hits import make_hits
 from hanrag.search.plan import QueryPlanner, promote_absent_terms
-from hanrag.search.ranking import diversify, rerank
+from hanrag.search.ranking import diversify, learned_ranking, rerank
 from hanrag.search.retrieve import Retriever
 from hanrag.search.widen import Widener
 
@@ -84,6 +85,10 @@ class Searcher:
         self.lexicon = lexicon
         self.planner = QueryPlanner(cfg, analyzer, lexicon)
         self._reranker = reranker
+        from hanrag.search.ranker import load_ranker
+
+        # loaded here, not at the first search: a model file that cannot be read fails when the index opens
+        self.ranker = load_ranker(cfg.search.ranker)
         self.evidence = Evidence(backend, analyzer)
         self.retriever = Retriever(backend, lambda query: self.embed_query(query),
                                    self.evidence.neutral if cfg.search.language_neutral_query else None)
@@ -160,7 +165,9 @@ class Searcher:
         if fused is None:
             times.total = time.perf_counter() - t0
             return SearchResult(cand.plan, [], times)
-        ranking = rerank(self.reranker, self.cfg.search.rerank.candidates, request, cand, fused, times)
+        ranking = learned_ranking(self.ranker, lambda rows: self.ranking_features(cand, fused, rows), cand, fused,
+                                  times)
+        ranking = rerank(self.reranker, self.cfg.search.rerank.candidates, request, cand, ranking, times)
         if self.cfg.search.diversity:
             ranking = diversify(cand, ranking, self.cfg.search.diversity_factors)
         hits = make_hits(self.backend, self.analyzer, cand, fused, ranking, top_k, explain)
@@ -250,22 +257,26 @@ class Searcher:
                 d_arr[miss_d] = self.backend.dense_scores(cand.qvec, [ids[i] for i in miss_d])
         return b_arr, d_arr
 
-    def ranking_features(self, cand: Candidates, fused: Fused) -> np.ndarray:
-        """The learned ranker's features of every candidate (:func:`hanrag.search.ranker.candidate_features`)."""
+    def ranking_features(self, cand: Candidates, fused: Fused, rows: Sequence[int] | None = None) -> np.ndarray:
+        """The learned ranker's features (:func:`hanrag.search.ranker.candidate_features`) of the candidates at
+        ``rows`` (indices into ``cand.ids``; default all), each measured against the whole pool as in training."""
         from hanrag.search.ranker import candidate_features
 
+        idx = np.arange(len(cand.ids)) if rows is None else np.asarray(rows, dtype=np.int64)
+        ids = [cand.ids[i] for i in idx]
         own_tokens = set(cand.plan.tokens)
         own = {t: w for t, w in cand.weights.items() if t in own_tokens}
         expansion = {t: w for t, w in cand.weights.items() if t not in own_tokens}
-        n = len(cand.ids)
-        own_scores = self.backend.sparse_scores(own, cand.ids) if own else np.zeros(n)
-        exp_scores = self.backend.sparse_scores(expansion, cand.ids) if expansion else np.zeros(n)
-        chunks = [cand.chunks[c] for c in cand.ids]
+        own_scores = self.backend.sparse_scores(own, ids) if own else np.zeros(len(ids))
+        exp_scores = self.backend.sparse_scores(expansion, ids) if expansion else np.zeros(len(ids))
+        chunks = [cand.chunks[c] for c in ids]
+        raw = np.asarray(fused.dense_raw, dtype=np.float64)
         return candidate_features(
-            cand.ids, fused.fused, fused.bm25_norm, fused.dense_norm, fused.dense_raw, own_scores, exp_scores,
+            ids, fused.fused[idx], fused.bm25_norm[idx], fused.dense_norm[idx], raw[idx], own_scores, exp_scores,
             self.query_ceiling(cand.plan, cand.weights), np.array([c.lang == cand.plan.lang for c in chunks]),
             cand.bm25, cand.dense, np.array([len(c.text) for c in chunks]),
-            np.array([cand.centring(c) for c in cand.ids]))
+            np.array([cand.centring(c) for c in ids]),
+            dense_best=float(np.nanmax(raw)) if np.isfinite(raw).any() else 0.0)
 
     # -- what the index says about a query (hanrag.search.evidence) ----------------------------------
     def lexical_evidence(self, plan: QueryPlan, weights: Mapping[str, float], bm25: Mapping[str, float],

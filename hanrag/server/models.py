@@ -73,6 +73,11 @@ class ExplanationOut(BaseModel):
     centring: float = Field(0.0, description="what the cross-lingual centring added to this hit's cosine before "
                             "fusion (dense_raw holds it): its language's offset, times its script weight with "
                             "search.xling_centring_by_script")
+    learned: list[tuple[str, float]] = Field(
+        default_factory=list,
+        description="what the learned ranker (plan.ranker) added to fused, per feature, [\"base\", …] first: fused "
+                    "plus these is the score before rerank and diversity (empty when the hit was not in the head it "
+                    "reordered, or no ranker ran)")
 
 
 class Highlight(BaseModel):
@@ -121,6 +126,10 @@ class PlanOut(BaseModel):
     rerank_budget_ms: int | None = Field(
         default=None, description="search.rerank.budget_ms the stage ran under (0 = no budget)"
     )
+    ranker: str = Field(default="", description="the learned ranker that reordered the fused head (search.ranker: "
+                        "\"bundled:lambdamart\" or a model file); empty when the rule table's order stands")
+    ranked: int | None = Field(default=None, description="candidates at the head of the fused list the learned "
+                               "ranker reordered (null when none ran)")
     language_axes: int | None = Field(
         default=None, description="language axes the query vector left out (search.language_neutral_query; null "
                                   "when off or no dense side ran)"

@@ -89,6 +89,16 @@
     const tbody = el("tbody");
     for (const r of rows) tbody.append(el("tr", {}, ...r.map((c) => el("td", {}, c))));
     tbody.append(el("tr", {}, el("td", {}, "fused (" + ex.fusion + ")"), el("td", { colspan: "3" }, fmt(ex.fused))));
+    // the learned ranker's correction of the fused score, per feature (largest first): fused plus these is the score
+    if (ex.learned && ex.learned.length) {
+      const total = ex.learned.reduce((acc, kv) => acc + kv[1], 0);
+      const sign = (v) => (v > 0 ? "+" : "") + fmt(v);
+      const parts = [...ex.learned].sort((a, b) => Math.abs(b[1]) - Math.abs(a[1]))
+        .map(([name, v]) => el("span", { class: "learned-feature", title: name }, name + " " + sign(v)));
+      const cell = el("td", { colspan: "3", class: "learned" }, sign(total) + " = ");
+      parts.forEach((p, i) => { if (i) cell.append(", "); cell.append(p); });
+      tbody.append(el("tr", {}, el("td", {}, "learned ranker"), cell));
+    }
     tbody.append(el("tr", {}, el("td", {}, "rerank"), el("td", { colspan: "3" }, fmt(ex.rerank))));
     tbody.append(el("tr", {}, el("td", {}, "diversity penalty"), el("td", { colspan: "3" }, "× " + fmt(ex.penalty, 2))));
     tbody.append(el("tr", { class: "final" }, el("td", {}, "final"), el("td", { colspan: "3" }, fmt(ex.final))));
@@ -184,6 +194,10 @@
         c.append(el("span", { class: "term", title: "share " + share }, lang + " " + (added >= 0 ? "+" : "") + fmt(added, 3)));
       }
       planEl.append(c);
+    }
+    // the learned ranking stage: which model reordered the fused head, and how much of it
+    if (plan.ranker) {
+      planEl.append(el("span", { class: "ranker" }, "ranker ", el("b", {}, plan.ranker), " reordered " + plan.ranked));
     }
   }
 

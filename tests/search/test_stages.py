@@ -18,7 +18,7 @@ from hanrag.records import Chunk
 from hanrag.search.candidates import Candidates, Planned, Request
 from hanrag.search.fusion import Fused, minmax, reweight
 from hanrag.search.hits import make_hits
-from hanrag.search.ranking import Ranking, diversify, rerank
+from hanrag.search.ranking import Ranking, diversify, learned_ranking, rerank
 from hanrag.search.rerank import RerankResult
 from hanrag.search.searcher import Searcher, StageTimes
 
@@ -96,7 +96,9 @@ def stages(s, query: str = QUERY, top_k: int = 3):
     retrieved = keep("retrieved", s.retriever.retrieve(request, planned, times))
     widened = keep("widened", s.widener.widen(request, retrieved, times))
     fused = keep("fused", s.fuse(widened))
-    reranked = keep("reranked", rerank(ReversedReranker(), 4, request, widened, fused, times))
+    learned = keep("learned", learned_ranking(s.ranker, lambda rows: s.ranking_features(widened, fused, rows),
+                                              widened, fused, times))
+    reranked = keep("reranked", rerank(ReversedReranker(), 4, request, widened, learned, times))
     diversified = keep("diversified", diversify(widened, reranked, [1.0, 0.5]))
     hits = make_hits(s.backend, s.analyzer, widened, fused, diversified, top_k, True)
     return made, hits
@@ -105,7 +107,7 @@ def stages(s, query: str = QUERY, top_k: int = 3):
 def test_every_stage_output_is_frozen(parts, embedder):
     made, _ = stages(make(parts, embedder))
     types = {"request": Request, "planned": Planned, "retrieved": Candidates, "widened": Candidates,
-             "fused": Fused, "reranked": Ranking, "diversified": Ranking}
+             "fused": Fused, "learned": Ranking, "reranked": Ranking, "diversified": Ranking}
     for name, (record, _) in made.items():
         assert type(record) is types[name]
         for f in dataclasses.fields(record):
@@ -113,7 +115,7 @@ def test_every_stage_output_is_frozen(parts, embedder):
                 setattr(record, f.name, getattr(record, f.name))
     cand = made["widened"][0]
     for mapping in (cand.weights, cand.bm25, cand.dense, cand.chunks, cand.offsets, made["planned"][0].weights,
-                    made["reranked"][0].rerank_raw):
+                    made["reranked"][0].rerank_raw, made["learned"][0].learned):
         with pytest.raises(TypeError):
             mapping["x"] = 1.0  # type: ignore[index]
     assert isinstance(cand.ids, tuple) and isinstance(made["reranked"][0].order, tuple)
@@ -145,10 +147,12 @@ def test_the_stages_run_one_by_one_give_the_search(parts, embedder):
     request = s.request(QUERY, 5, "hybrid")
     cand = s.widener.widen(request, s.retriever.retrieve(request, s.planned(request, times), times), times)
     fused = s.fuse(cand)
-    ranking = rerank(None, 30, request, cand, fused, times)
+    ranking = learned_ranking(s.ranker, lambda rows: s.ranking_features(cand, fused, rows), cand, fused, times)
+    assert rerank(None, 30, request, cand, ranking, times) is ranking
     hits = make_hits(s.backend, s.analyzer, cand, fused, ranking, 5, True)
     res = s.run(QUERY, top_k=5, explain=True)
-    assert res.plan == ranking.plan == cand.plan
+    assert res.plan == ranking.plan == dataclasses.replace(cand.plan, ranker="bundled:lambdamart",
+                                                           ranked=min(50, len(cand.ids)))
     assert [(h.chunk.chunk_id, h.score, h.explanation) for h in hits] == \
         [(h.chunk.chunk_id, h.score, h.explanation) for h in res.hits]
 

@@ -79,6 +79,10 @@ def test_korean_query_highlights_and_explains(inspector_url: str, driver, tmp_pa
     # and each hit of another language says what the centring added to its cosine
     tables = [t.text for t in driver.find_elements(By.CSS_SELECTOR, "#results table.explain")]
     assert any(" centring)" in t for t in tables), tables
+    # the learned ranker: the plan names it, and each hit says what it added to the fused score, feature by feature
+    assert "bundled:lambdamart" in plan.find_element(By.CSS_SELECTOR, ".ranker").text
+    learned = first.find_element(By.CSS_SELECTOR, "table.explain td.learned").text
+    assert learned.split(" = ")[0].lstrip("+-").replace(".", "").isdigit() and "base" in learned, learned
     # source link and badges
     link = first.find_element(By.CSS_SELECTOR, ".meta a.source")
     assert link.get_attribute("href").startswith("https://example.org/")
