@@ -110,17 +110,23 @@ class TreeRanker:
         n = X.shape[0]
         node = np.broadcast_to(self.roots, (n, len(self.roots))).copy()
         rows = np.repeat(np.arange(n), len(self.roots)).reshape(n, -1)
+        plain = not self.missing.any()  # every split reads a NaN as 0 (LightGBM's default): no per-node routing
+        if plain:
+            X = np.where(np.isnan(X), 0.0, X)
         while True:
             feat = self.feature[node]
             inner = feat >= 0
             if not inner.any():
                 return node
             x = X[rows, np.maximum(feat, 0)]
-            kind = self.missing[node]
-            nan = np.isnan(x)
-            default = (kind == 2) & nan | (kind == 1) & (nan | (np.abs(x) <= 1e-35))
-            x = np.where(nan & (kind == 0), 0.0, x)
-            go_left = np.where(default, self.default_left[node], x <= self.threshold[node])
+            if plain:
+                go_left = x <= self.threshold[node]
+            else:
+                kind = self.missing[node]
+                nan = np.isnan(x)
+                default = (kind == 2) & nan | (kind == 1) & (nan | (np.abs(x) <= 1e-35))
+                x = np.where(nan & (kind == 0), 0.0, x)
+                go_left = np.where(default, self.default_left[node], x <= self.threshold[node])
             nxt = np.where(inner, np.where(go_left, self.left[node], self.right[node]), node)
             if contributions is not None:
                 np.add.at(contributions, (rows[inner], feat[inner]), self.value[nxt[inner]] - self.value[node[inner]])

@@ -69,7 +69,7 @@ def fused_ranking(cand: Candidates, fused: Fused) -> Ranking:
 
 
 def learned_ranking(model: TreeRanker | None, features: Callable[[Sequence[int]], np.ndarray], cand: Candidates,
-                    fused: Fused, times: StageTimes) -> Ranking:
+                    fused: Fused, times: StageTimes, explain: bool = True) -> Ranking:
     """The fused ranking, its head (the first ``model.head``, as the model was trained) reordered by the learned
     ranker when one is given (hybrid searches: the model corrects the rule table's fusion of both retrievers).
 
@@ -77,23 +77,28 @@ def learned_ranking(model: TreeRanker | None, features: Callable[[Sequence[int]]
     stay on the fused scale, and ``--explain`` adds them up); the candidates past the head keep their fused order
     below the head's lowest score. ``features(rows)``: the ranker features of those candidate indices
     (:meth:`hanrag.search.searcher.Searcher.ranking_features`). The plan records the model and how many it
-    reordered (``QueryPlan.ranker``, ``QueryPlan.ranked``)."""
+    reordered (``QueryPlan.ranker``, ``QueryPlan.ranked``); with ``explain``, ``Ranking.learned`` holds what each
+    feature added (the attribution costs about twice the scoring, so a search that explains nothing skips it)."""
     base = fused_ranking(cand, fused)
     if model is None or cand.plan.mode != "hybrid":
         return base
     t = time.perf_counter()
     head = list(base.order[:model.head])
     X = features(head)
-    contrib, bias = model.contributions(X)
-    correction = (bias + contrib.sum(axis=1)) / model.rule_scale
+    learned = {}
+    if explain:
+        contrib, bias = model.contributions(X)
+        correction = (bias + contrib.sum(axis=1)) / model.rule_scale
+        learned = {head[j]: (("base", bias / model.rule_scale),
+                             *((name, float(v) / model.rule_scale) for name, v in zip(model.features, contrib[j],
+                                                                                      strict=True) if v != 0.0))
+                   for j in range(len(head))}
+    else:
+        correction = model.predict(X) / model.rule_scale
     scores = np.asarray(base.scores[:len(head)]) + correction
     new = sorted(range(len(head)), key=lambda j: (-scores[j], j))
     floor = float(scores.min())
     tail = [min(s, floor) for s in base.scores[len(head):]]
-    learned = {head[j]: (("base", bias / model.rule_scale),
-                         *((name, float(v) / model.rule_scale) for name, v in zip(model.features, contrib[j],
-                                                                                  strict=True) if v != 0.0))
-               for j in range(len(head))}
     times.extra["ranker"] = time.perf_counter() - t
     plan = dataclasses.replace(cand.plan, ranker=model.source, ranked=len(head))
     return Ranking(plan, [head[j] for j in new] + list(base.order[len(head):]),

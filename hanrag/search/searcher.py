@@ -166,7 +166,7 @@ class Searcher:
             times.total = time.perf_counter() - t0
             return SearchResult(cand.plan, [], times)
         ranking = learned_ranking(self.ranker, lambda rows: self.ranking_features(cand, fused, rows), cand, fused,
-                                  times)
+                                  times, explain)
         ranking = rerank(self.reranker, self.cfg.search.rerank.candidates, request, cand, ranking, times)
         if self.cfg.search.diversity:
             ranking = diversify(cand, ranking, self.cfg.search.diversity_factors)

@@ -16,22 +16,25 @@ from hanrag.search.ranker import FEATURES, RankerError, _ranker_from, from_light
 from hanrag.search.searcher import Searcher
 
 
-def _lightgbm_model(zero_as_missing: bool):
+def _lightgbm_model(zero_as_missing: bool, nan_in_training: bool):
     lgb = pytest.importorskip("lightgbm")
     rng = np.random.default_rng(7)
     X = rng.normal(size=(1500, len(FEATURES)))
-    X[::5, 3] = np.nan
+    if nan_in_training:
+        X[::5, 3] = np.nan
     X[::3, 4] = 0.0
     y = (X[:, 0] + 0.5 * np.nan_to_num(X[:, 3]) - X[:, 4] + rng.normal(size=len(X)) * 0.3 > 0.3).astype(int)
     data = lgb.Dataset(X, y, group=[50] * 30, feature_name=list(FEATURES), init_score=X[:, 0] * 10.0)
     params = {"objective": "lambdarank", "num_leaves": 7, "min_data_in_leaf": 5, "verbose": -1, "seed": 1,
               "zero_as_missing": zero_as_missing, "num_threads": 1}
-    return lgb.train(params, data, num_boost_round=40), X
+    model = lgb.train(params, data, num_boost_round=40)
+    X[::7, 3] = np.nan  # a NaN where the trees never saw one goes as LightGBM sends it (missing type "None": as 0)
+    return model, X
 
 
-@pytest.mark.parametrize("zero_as_missing", [False, True])
-def test_the_trees_score_as_lightgbm_scores_them(zero_as_missing: bool) -> None:
-    booster, X = _lightgbm_model(zero_as_missing)
+@pytest.mark.parametrize(("zero_as_missing", "nan_in_training"), [(False, True), (True, True), (False, False)])
+def test_the_trees_score_as_lightgbm_scores_them(zero_as_missing: bool, nan_in_training: bool) -> None:
+    booster, X = _lightgbm_model(zero_as_missing, nan_in_training)
     spec = json.loads(json.dumps(from_lightgbm(booster.dump_model(), FEATURES, 10.0, 50)))  # through JSON text
     model = _ranker_from(spec, "test")
     assert np.allclose(model.predict(X), booster.predict(X), rtol=0, atol=1e-9)
@@ -159,3 +162,13 @@ def test_the_bundled_ranker_runs_in_every_mode(parts) -> None:
     for mode in ("bm25", "dense"):  # one retriever: nothing for the model to weigh
         res = s.run("배포 롤백 방법", top_k=4, mode=mode, explain=True)
         assert res.plan.ranker == "" and all(not h.explanation.learned for h in res.hits)
+
+
+def test_a_search_that_explains_nothing_ranks_the_same(parts) -> None:
+    """Without --explain the stage scores the head without the per-feature attribution: the same order and scores."""
+    s = _searcher(parts, "lambdamart")
+    for query in ("roll back a deployment", "디플로이먼트 레플리카 수", "甲木"):
+        plain, explained = s.run(query, top_k=6), s.run(query, top_k=6, explain=True)
+        assert [h.chunk.chunk_id for h in plain.hits] == [h.chunk.chunk_id for h in explained.hits]
+        assert [h.score for h in plain.hits] == pytest.approx([h.score for h in explained.hits], abs=1e-12)
+        assert plain.plan == explained.plan and plain.plan.ranker == "bundled:lambdamart"
