@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-ROWS = ("bm25", "dense", "dense, language-neutral query", "hanrag default", "language-neutral query",
+ROWS = ("bm25", "dense", "dense, language-neutral query", "rule table", "hanrag default", "language-neutral query",
         "no corpus links", "loanword links only", "hanja links only", "one centring share", "lexical parity",
         "centring by language")
 
@@ -114,15 +114,15 @@ def fits(metric: str = "mean_held_out_ndcg@10") -> str:
 
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
-        print(table("Each set alone", "quality-script-standalone.json", "quality-evidence-standalone.json",
+        print(table("Each set alone", "quality-ranker-standalone.json", "quality-script-standalone.json",
                     "standalone", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("MIXED, one index of every corpus, the first 300 queries of a set (`<set> pooled`: with the "
-                    "pooled judgments of eval/pooled/)", "quality-script-mixed.json", "quality-evidence-mixed.json",
+                    "pooled judgments of eval/pooled/)", "quality-ranker-mixed.json", "quality-script-mixed.json",
                     "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The React pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-script-react.json", "quality-evidence-react.json", "mixed", metric))
+                    "quality-ranker-react.json", "quality-script-react.json", "mixed", metric))
     print(encoders())
     print(compete())
     print(fits())

@@ -250,7 +250,8 @@ class SearchConfig:
     # benchmarks/fit.py's protocol did not prefer it for the default search (docs/evaluation.md)
     language_neutral_query: bool = False
     rrf_k: Annotated[float, Gt(0)] = 2.0
-    candidates: Annotated[int, Interval(ge=0, le=10_000)] = 0  # 0 = max(20, 4 * top_k)
+    # per retriever; 0 = max(400, 4 * top_k): one pool for any top_k up to 100 (hanrag.search.fusion.candidate_count)
+    candidates: Annotated[int, Interval(ge=0, le=10_000)] = 0
     fill_missing: bool = True
     preset: Preset = "hanrag"  # named rule preset; "custom" = search.rules
     rules: list[RuleConfig] = field(default_factory=list)  # used when preset = "custom"

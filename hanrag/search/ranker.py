@@ -34,16 +34,27 @@ FEATURES = (
     "own_share",  # BM25 of the query's own tokens over the query's ceiling
     "expansion_share",  # BM25 of every expansion (lexicon, glossary, links, translations) over the same ceiling
     "same_language",  # 1 when the chunk is in the query's language
-    "bm25_rank",  # 1 / (1 + rank) in the BM25 list (0 when BM25 did not retrieve it)
+    "bm25_rank",  # 1 / (1 + rank) in the BM25 list, tied scores sharing a rank (0 when BM25 did not retrieve it)
     "dense_rank",  # 1 / (1 + rank) in the dense list
     "log_length",  # log of the chunk's characters over 512
     "centring",  # what the cross-lingual centring added to the cosine (its language's offset times its script weight)
 )
 
 
+TIE = 1e-6  # relative: scores this close are tied (two backends compute BM25 to about this precision)
+
+
 def _rank_feature(ids: Sequence[str], retrieved: Mapping[str, float]) -> np.ndarray:
-    order = {cid: r for r, cid in enumerate(sorted(retrieved, key=lambda c: -retrieved[c]))}
-    return np.array([1.0 / (1.0 + order[c]) if c in order else 0.0 for c in ids], dtype=np.float64)
+    """1 / (1 + rank), the rank counting the scores above this one's: tied scores share a rank, so the feature does
+    not depend on how a backend orders ties (the embedded index by row, Milvus by chunk id)."""
+    scores = np.sort(np.fromiter(retrieved.values(), dtype=np.float64, count=len(retrieved)))
+    out = np.zeros(len(ids), dtype=np.float64)
+    for i, c in enumerate(ids):
+        if c in retrieved:
+            v = float(retrieved[c])
+            above = len(scores) - int(np.searchsorted(scores, v + TIE * max(1.0, abs(v)), side="right"))
+            out[i] = 1.0 / (1.0 + above)
+    return out
 
 
 def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np.ndarray, dense_norm: np.ndarray,

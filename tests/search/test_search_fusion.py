@@ -69,7 +69,8 @@ def test_fuse_rejects_bad_input():
 
 
 def test_candidate_count():
-    assert candidate_count(1) == 20 and candidate_count(10) == 40 and candidate_count(10, 7) == 7
+    assert candidate_count(1) == candidate_count(10) == candidate_count(100) == 400  # one pool up to 100 hits
+    assert candidate_count(200) == 800 and candidate_count(10, 7) == 7
 
 
 def test_diversity_factors_default_and_cap():

@@ -188,3 +188,12 @@ def test_hybrid_runs_the_dense_side_beside_bm25_and_fails_cleanly(parts, embedde
     monkeypatch.setattr(s.backend, "sparse_search", broken)
     with pytest.raises(RuntimeError, match="sparse side failed"):
         s.search("갑목 용신", top_k=3, mode="hybrid")
+
+
+def test_fewer_hits_are_the_first_of_more(parts, embedder):
+    """The candidate pool does not shrink with top_k: the first three hits of a search for three are those of a
+    search for ten, with the same scores (min-max BM25, the centring and the learned ranker read the pool)."""
+    s = make(parts, embedder)
+    for query in ("kubernetes pod restart", "갑목 오행", "roll back a deployment"):
+        few, more = s.search(query, top_k=3), s.search(query, top_k=10)
+        assert [(h.chunk.chunk_id, h.score) for h in few] == [(h.chunk.chunk_id, h.score) for h in more[:3]]
