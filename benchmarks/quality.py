@@ -49,7 +49,7 @@ METRICS = ("ndcg@10", "mrr@10", "recall@10")
 
 
 DEFAULT_ROWS = ("bm25", "dense", "minmax", "zscore", "rrf k=60", "ceiling", "calibrated",
-                "calibrated, language background", "calibrated, corpus background", "rule table", "hanrag default")
+                "calibrated, language background", "calibrated, corpus background", "hanrag default", "learned ranker")
 
 
 def rows(cfg: Config, names: list[str] | None) -> dict[str, tuple[str, Config]]:

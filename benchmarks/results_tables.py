@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-ROWS = ("bm25", "dense", "dense, language-neutral query", "rule table", "hanrag default", "language-neutral query",
+ROWS = ("bm25", "dense", "dense, language-neutral query", "rule table", "hanrag default", "learned ranker",
+        "language-neutral query",
         "no corpus links", "loanword links only", "hanja links only", "one centring share", "lexical parity",
         "centring by language")
 

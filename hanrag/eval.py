@@ -205,8 +205,8 @@ def ablation_configs(cfg) -> dict:
         # every chunk of a language centred by its language's offset alone (the default before
         # xling_centring_by_script weighed it by the chunk's share of its language's script)
         "centring by language": ("hybrid", v(xling_centring_by_script=False)),
-        # the fused order of the rule table, without the learned ranker that reorders its head (the default before it)
-        "rule table": ("hybrid", v(ranker="")),
+        # the learned ranker (search.ranker, off by default) reordering the head of the rule table's fused order
+        "learned ranker": ("hybrid", v(ranker="lambdamart")),
         "hanrag default": ("hybrid", v()),
     }
     if cfg.search.rerank.model:

@@ -56,8 +56,11 @@ def parts(embedder):
 
 
 def make(parts, embedder) -> Searcher:
+    """The default searcher with the learned ranker on (off by default), so its stage runs too."""
     chunks, tokens, vectors, analyzer = parts
-    return Searcher(MemoryBackend(chunks, tokens, vectors), Config(), embedder=embedder, analyzer=analyzer)
+    cfg = Config()
+    cfg.search.ranker = "lambdamart"
+    return Searcher(MemoryBackend(chunks, tokens, vectors), cfg, embedder=embedder, analyzer=analyzer)
 
 
 class ReversedReranker:

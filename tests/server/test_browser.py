@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from browser_util import BROWSER_MARKS, MISSING
 
-from fixtures.server import ThreadServer, build_test_index
+from fixtures.server import TEST_CONFIG, ThreadServer, build_test_index
 from hanrag.server import create_app
 
 pytestmark = BROWSER_MARKS
@@ -25,7 +25,10 @@ def test_the_browser_test_can_run() -> None:
 
 @pytest.fixture(scope="module")
 def inspector_url(tmp_path_factory: pytest.TempPathFactory):
-    built = build_test_index(tmp_path_factory.mktemp("browser"))
+    # the learned ranker on (it is off by default), so the inspector shows what it added to each hit
+    config = TEST_CONFIG + '\n[search]\nranker = "lambdamart"\n'
+    built = build_test_index(tmp_path_factory.mktemp("browser"), config=config)
+    assert built["config"].search.ranker == "lambdamart"
     with ThreadServer(create_app(built["index_dir"], built["config"])) as srv:
         yield srv.url
 
