@@ -126,8 +126,9 @@ class PlanOut(BaseModel):
     rerank_budget_ms: int | None = Field(
         default=None, description="search.rerank.budget_ms the stage ran under (0 = no budget)"
     )
-    ranker: str = Field(default="", description="the learned ranker that reordered the fused head (search.ranker, off by default: "
-                        "\"bundled:lambdamart\" or a model file); empty when the rule table's order stands")
+    ranker: str = Field(default="", description="the learned ranker that reordered the fused head (search.ranker, "
+                        "off by default: \"bundled:lambdamart\" or a model file); empty when the rule table's order "
+                        "stands")
     ranked: int | None = Field(default=None, description="candidates at the head of the fused list the learned "
                                "ranker reordered (null when none ran)")
     language_axes: int | None = Field(
