@@ -58,6 +58,9 @@ wheel-check: dist
 	cd $(WHEEL_ENV) && venv/bin/hanrag demo --top-k 1 > demo.log && tail -5 demo.log
 	cd $(WHEEL_ENV) && venv/bin/hanrag search index/demo "갑목 인월 용신" --top-k 3 | tee search.log \
 	  && grep -q "甲木" search.log
+	# the bundled learned ranker (package data) loads from the installed wheel
+	cd $(WHEEL_ENV) && HANRAG_SEARCH__RANKER=lambdamart venv/bin/hanrag search index/demo "갑목 인월 용신" --top-k 3 \
+	  --explain > ranker.log && grep -q "bundled:lambdamart" ranker.log
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache dist dist.log
