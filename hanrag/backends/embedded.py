@@ -58,7 +58,7 @@ class EmbeddedBackend:
         return len(self.snapshot)
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        return [self.snapshot.chunks[r] for r in self.snapshot.rows(chunk_ids)]
+        return self.snapshot.chunks.many(self.snapshot.rows(chunk_ids))
 
     def doc_chunks(self, doc_id: str) -> list[Chunk]:
         return [self.snapshot.chunks[r] for r in self.snapshot.doc_rows.get(doc_id, [])]

@@ -113,6 +113,12 @@ class ChunkRecords(Sequence[Chunk]):
         for r in range(len(self)):
             yield self._one(r)
 
+    def many(self, rows: np.ndarray) -> list[Chunk]:
+        """The records of rows already checked (:meth:`Snapshot.rows`): a search reads hundreds per stage, and the
+        per-row checks of ``self[row]`` cost more than the cached records."""
+        cached = self._cached
+        return [cached(r) for r in rows.tolist()]
+
 
 class RowLookup:
     """chunk id -> row by binary search over the memory-mapped sorted ids (a dict of 1M ids costs ~150 MB
