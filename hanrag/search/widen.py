@@ -61,9 +61,10 @@ def script_weights(chunks: Mapping[str, Chunk], own: str, known: dict[str, float
     for cid, chunk in chunks.items():
         script = SCRIPT_OF.get(chunk.lang)
         if script is not None and chunk.lang != own:
-            if cid not in known:
-                known[cid] = script_share(chunk.text, script)
-            shares.setdefault(chunk.lang, {})[cid] = known[cid]
+            share = known.get(cid)  # one read: another search may clear ``known`` between a test and a read
+            if share is None:
+                share = known[cid] = script_share(chunk.text, script)
+            shares.setdefault(chunk.lang, {})[cid] = share
     out: dict[str, float] = {}
     for by_chunk in shares.values():
         mean = sum(by_chunk.values()) / len(by_chunk)
