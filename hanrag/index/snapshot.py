@@ -132,17 +132,8 @@ class RowLookup:
         return len(self.rows)
 
     def get(self, chunk_id: str, default: int | None = None) -> int | None:
-        key = chunk_id.encode("utf-8")
-        if not len(self.ids) or len(key) > self.ids.dtype.itemsize:
-            return default
-        i = int(np.searchsorted(self.ids, key))
-        if i < len(self.ids) and self.ids[i] == key:
-            row = int(self.rows[i])
-            if not 0 <= row < self.n:  # checked at open; this guards a file changed since
-                raise IndexLoadError(f"chunk id {chunk_id!r} maps to row {row}, out of range (corrupt index); "
-                                     "rebuild the index")
-            return row
-        return default
+        row = int(self.many([chunk_id])[0])
+        return default if row < 0 else row
 
     def __getitem__(self, chunk_id: str) -> int:
         row = self.get(chunk_id)

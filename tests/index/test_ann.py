@@ -127,6 +127,9 @@ def test_records_are_read_by_row_and_id(ann_index) -> None:
     assert snap.row_of["c02000"] == 2000 and "nope" not in snap.row_of and snap.row_of.get("c9") is None
     with pytest.raises(KeyError, match="unknown chunk id"):
         snap.rows(["c00001", "missing"])
+    # many ids in one lookup: unknown ones (and one longer than any stored id, which must not match its prefix) are -1
+    many = snap.row_of.many(["c02999", "nope", "c00001" + "9" * 40, "c00000", "c00001"])
+    assert many.tolist() == [2999, -1, -1, 0, 1] and snap.row_of.many([]).tolist() == []
     assert [c.start for c in EmbeddedBackend(snap).doc_chunks("d3")] == list(range(10))
 
 
