@@ -180,7 +180,9 @@ class SearchMixin(ReadsMixin):
         sparse_q = self._query_vector(query)
         if expr is None:
             return []
-        n = candidates or max(20, 4 * k)
+        from hanrag.search.fusion import candidate_count  # the pool hanrag's own fusion draws
+
+        n = candidate_count(k, candidates or 0)
         reqs, weights = [], []
         if sparse_q:
             reqs.append(AnnSearchRequest([sparse_q], "sparse", {"metric_type": "IP"}, n, expr=expr))
