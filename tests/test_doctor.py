@@ -32,3 +32,18 @@ def test_doctor_flags_an_analyzer_change(tmp_path):
     unstemmed.text.en_stem = False
     problem = next(p for p in diagnose(index, unstemmed) if p.code == "analyzer-changed")
     assert problem.severity == "error" and "en_stem: True -> False" in problem.message and "rebuild" in problem.fix
+
+
+def test_doctor_names_a_ranker_model_that_cannot_be_read(tmp_path):
+    """search.ranker naming a missing or broken model is an error with its file, and the bundled one passes."""
+    index = _build(tmp_path, Config())
+    broken = tmp_path / "ranker.json"
+    broken.write_text("{not json", encoding="utf-8")
+    for spec in (str(tmp_path / "absent.json"), str(broken)):
+        cfg = Config()
+        cfg.search.ranker = spec
+        problem = next(p for p in diagnose(index, cfg) if p.code == "ranker-unloadable")
+        assert problem.severity == "error" and spec in problem.message and "search.ranker" in problem.fix
+    bundled = Config()
+    bundled.search.ranker = "lambdamart"
+    assert "ranker-unloadable" not in {p.code for p in diagnose(index, bundled)}
