@@ -37,6 +37,7 @@ from hanrag.index.store import (
     verify_files,
 )
 from hanrag.lexicon import LexiconError, parse_lexicon, resolve_lexicon_path
+from hanrag.search.ranker import RankerError, load_ranker
 from hanrag.text import get_analyzer
 
 
@@ -225,8 +226,6 @@ def _lexicon_checks(cfg: Config, problems: list[Problem]) -> None:
 
 
 def _ranker_checks(cfg: Config, problems: list[Problem]) -> None:
-    from hanrag.search.ranker import RankerError, load_ranker
-
     try:
         load_ranker(cfg.search.ranker)
     except RankerError as exc:  # every hybrid search would stop on it

@@ -30,6 +30,7 @@ from hanrag.search.evidence import Evidence
 from hanrag.search.fusion import Fused, candidate_count, fuse
 from hanrag.search.hits import make_hits
 from hanrag.search.plan import QueryPlanner, promote_absent_terms
+from hanrag.search.ranker import candidate_features, load_ranker
 from hanrag.search.ranking import diversify, learned_ranking, rerank
 from hanrag.search.retrieve import Retriever
 from hanrag.search.widen import Widener
@@ -85,8 +86,6 @@ class Searcher:
         self.lexicon = lexicon
         self.planner = QueryPlanner(cfg, analyzer, lexicon)
         self._reranker = reranker
-        from hanrag.search.ranker import load_ranker
-
         # loaded here, not at the first search: a model file that cannot be read fails when the index opens
         self.ranker = load_ranker(cfg.search.ranker)
         self.evidence = Evidence(backend, analyzer)
@@ -260,8 +259,6 @@ class Searcher:
     def ranking_features(self, cand: Candidates, fused: Fused, rows: Sequence[int] | None = None) -> np.ndarray:
         """The learned ranker's features (:func:`hanrag.search.ranker.candidate_features`) of the candidates at
         ``rows`` (indices into ``cand.ids``; default all), each measured against the whole pool as in training."""
-        from hanrag.search.ranker import candidate_features
-
         idx = np.arange(len(cand.ids)) if rows is None else np.asarray(rows, dtype=np.int64)
         ids = [cand.ids[i] for i in idx]
         own_tokens = set(cand.plan.tokens)

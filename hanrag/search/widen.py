@@ -21,6 +21,7 @@ import numpy as np
 
 from hanrag.backends.base import IndexBackend
 from hanrag.config import Config
+from hanrag.language import script_share
 from hanrag.records import Chunk, Filters, QueryPlan
 from hanrag.search.candidates import Candidates, Request
 from hanrag.search.evidence import Evidence
@@ -54,8 +55,6 @@ def script_weights(chunks: Mapping[str, Chunk], own: str, known: dict[str, float
     mean share of that language's candidates (``search.xling_centring_by_script``): a code-heavy Korean chunk is
     less Korean to the encoder than a prose one, and takes less of its language's centring. ``known``: shares by
     chunk id already counted (a chunk id is its content's hash), read and filled."""
-    from hanrag.language import script_share
-
     known = {} if known is None else known
     shares: dict[str, dict[str, float]] = {}
     for cid, chunk in chunks.items():

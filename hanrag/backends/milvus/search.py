@@ -25,6 +25,7 @@ from hanrag.backends.milvus.expressions import and_expr, filters_to_expr, glob_i
 from hanrag.backends.milvus.reads import ReadsMixin
 from hanrag.index.sparse import bm25_ceiling
 from hanrag.records import Filters
+from hanrag.search.fusion import candidate_count  # the pool hanrag's own fusion draws
 
 GLOB_CACHE_SIZE = 64
 
@@ -180,8 +181,6 @@ class SearchMixin(ReadsMixin):
         sparse_q = self._query_vector(query)
         if expr is None:
             return []
-        from hanrag.search.fusion import candidate_count  # the pool hanrag's own fusion draws
-
         n = candidate_count(k, candidates or 0)
         reqs, weights = [], []
         if sparse_q:
