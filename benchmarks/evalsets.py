@@ -129,3 +129,14 @@ def pooled_judgments(set_name: str) -> dict[str, dict[str, int]]:
             raise ValueError(f"{path}:{n}: expected qid, doc, grade and reason separated by tabs")
         out.setdefault(parts[0], {})[parts[1]] = int(parts[2])
     return out
+
+
+def fit_judgments(es: EvalSet) -> dict[str, dict[str, int]]:
+    """qid -> doc -> grade as ``fit.py``'s records name passages (the id without any set prefix: ids are unique
+    across the sets), the set's own judgments joined by its pooled ones (``eval/pooled/<set>.tsv``, which name a
+    passage of another set ``other:<set>/<id>``); the set's own grade wins where both judge a passage."""
+    out = {qid: {doc.rpartition("/")[2] if doc.startswith("other:") else doc: g for doc, g in docs.items()}
+           for qid, docs in pooled_judgments(es.name).items()}
+    for qid, docs in es.qrels.items():
+        out.setdefault(qid, {}).update(docs)
+    return out

@@ -6,6 +6,9 @@ Protocol (fixed, issue 11):
   tune_ko_tech, Korean queries over Korean Kubernetes docs; tune_en2ko_tech, the same queries in English;
   tune_ko2en_react / tune_en2ko_react, Korean queries over English React docs and the reverse), each
   standalone and in one mixed index (quality.py's MIXED corpora plus the tuning corpora, ``MIXED-FIT``);
+* judged with each set's own judgments joined by its pooled ones (``eval/pooled/<set>.tsv``, judged by reading: the
+  unjudged passages that the rule table or the learned ranker put in a top 10 here, ``benchmarks/pool_fit.py``), so
+  a passage that answers is not counted wrong because the set's authors never read it;
 * held out: the cross-script sets in eval/ (ko2hanja, hanja2ko, ko2en_tech, en2ko_tech): never read here;
   ``benchmarks/quality.py`` reports them with whatever this script chose.
 * what is fitted: per rule cell (the rule the query takes: weak-lexical, translated, ko-term, ko, zh, en) the dense
@@ -43,6 +46,7 @@ from evalsets import (
     build,
     caching_embedder,
     first_queries,
+    fit_judgments,
     load,
     measured_what,
 )
@@ -66,19 +70,20 @@ def collect(index: Index, cfg: Config, sets, emb, fusion: str) -> list[dict]:
     searcher = Searcher(index.backend, c, emb, index.analyzer, index.lexicon)
     out = []
     for es in sets:
+        judged = fit_judgments(es)
         qvecs = emb.encode_queries([q.text for q in es.queries])
         for q, qvec in zip(es.queries, qvecs, strict=True):
             cand, fused = searcher.fused_candidates(q.text, 100, "hybrid", qvec=qvec)
             if fused is not None:
-                out.append(record(searcher, es, q, cand, fused))
+                out.append(record(searcher, es, q, judged.get(q.qid, {}), cand, fused))
     return out
 
 
-def record(searcher: Searcher, es, q, cand: Candidates, fused: Fused) -> dict:
-    """One query run: its rule cell, its judgments, and per candidate its document, normalised BM25 and dense
-    scores and ranker features."""
+def record(searcher: Searcher, es, q, judged: dict[str, int], cand: Candidates, fused: Fused) -> dict:
+    """One query run: its rule cell, its judgments (the set's own and its pooled ones: ``fit_judgments``), and per
+    candidate its document, normalised BM25 and dense scores and ranker features."""
     docs = [cand.chunks[i].doc_id.partition("/")[2] for i in cand.ids]
-    return {"set": es.name, "cell": cand.plan.rule, "rel": es.qrels.get(q.qid, {}), "docs": docs,
+    return {"set": es.name, "qid": q.qid, "cell": cand.plan.rule, "rel": judged, "docs": docs,
             "bn": np.asarray(fused.bm25_norm), "dn": np.asarray(fused.dense_norm),
             "X": searcher.ranking_features(cand, fused)}
 
@@ -149,6 +154,7 @@ def choose(records: list[dict], cells: list[str]) -> dict[str, float]:
     return best
 
 
+JUDGMENTS = "each set's own, joined by its pooled judgments (eval/pooled/<set>.tsv: benchmarks/pool.py, pool_fit.py)"
 SHIPPED = {r.name: r.dense for r in HANRAG}  # a cell the training sets never reach keeps the shipped weight
 
 
@@ -168,7 +174,8 @@ def save_records(path: Path, records: list[dict], measured: dict) -> None:
         dn=np.concatenate([r["dn"] for r in records]),
         grade=np.concatenate([[r["rel"].get(d, 0) for d in r["docs"]] for r in records]).astype(np.int8),
         doc=np.array([d for r in records for d in r["docs"]]),
-        set=np.array([r["set"] for r in records]), cell=np.array([r["cell"] for r in records]),
+        set=np.array([r["set"] for r in records]), qid=np.array([r["qid"] for r in records]),
+        cell=np.array([r["cell"] for r in records]),
         # the judged passages of each query, found or not (nDCG's ideal ranking counts the ones not retrieved)
         judged=np.array([json.dumps(r["rel"]) for r in records]), measured=np.array(json.dumps(measured)))
 
@@ -279,6 +286,7 @@ def main() -> None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
             **measured, "command": " ".join(sys.argv), "metric": "mean leave-one-set-out nDCG@10 (hanrag.eval)",
+            "judgments": JUDGMENTS,
             "settings": {"dense_background": cfg.search.dense_background,
                          "glossary_weight": cfg.search.glossary_weight,
                          "expansion_weight": cfg.lexicon.expansion_weight,

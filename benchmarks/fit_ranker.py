@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from fit import SHIPPED, choose, fit_ranker
+from evalsets import fit_judgments, load
+from fit import JUDGMENTS, SHIPPED, choose, fit_ranker
 
 from hanrag.eval import query_metrics
 from hanrag.search.ranker import FEATURES, from_lightgbm
@@ -52,7 +53,30 @@ def load_records(path: Path) -> tuple[list[dict], dict]:
         records.append({"set": str(z["set"][q]), "cell": str(z["cell"][q]), "rel": json.loads(str(z["judged"][q])),
                         "docs": [str(d) for d in z["doc"][a:b]], "X": z["X"][a:b].copy(), "bn": z["bn"][a:b],
                         "dn": z["dn"][a:b], "grade": z["grade"][a:b]})
-    return records, json.loads(str(z["measured"]))
+        if "qid" in z:
+            records[-1]["qid"] = str(z["qid"][q])
+    return rejudged(records), json.loads(str(z["measured"]))
+
+
+def rejudged(records: list[dict]) -> list[dict]:
+    """The records judged with the judgments in force now (``evalsets.fit_judgments``: a set's own and its pooled
+    ones), so passages judged after ``fit.py`` ran count. Records written before they carried a qid are in their
+    set's query order (``fit.collect`` runs every query of a set in order)."""
+    by_set: dict[str, list[dict]] = {}
+    for r in records:
+        by_set.setdefault(r["set"], []).append(r)
+    for name, recs in by_set.items():
+        es = load(name.removeprefix("MIXED:"))
+        judged = fit_judgments(es)
+        qids = [r.get("qid") for r in recs]
+        if None in qids:
+            if len(recs) != len(es.queries):
+                raise SystemExit(f"{name}: {len(recs)} records without qids for {len(es.queries)} queries")
+            qids = [q.qid for q in es.queries]
+        for r, qid in zip(recs, qids, strict=True):
+            r["qid"], r["rel"] = qid, judged.get(qid, {})
+            r["grade"] = np.array([r["rel"].get(d, 0) for d in r["docs"]], dtype=np.int8)
+    return records
 
 
 def ndcg(rec: dict, scores: np.ndarray) -> float:
@@ -155,6 +179,7 @@ def main() -> None:
         args.json.write_text(json.dumps({
             **measured, "command": " ".join(sys.argv), "records": str(args.records),
             "metric": "mean leave-one-set-out nDCG@10 (hanrag.eval), every query of a set weighing the same",
+            "judgments": JUDGMENTS,
             "mean_held_out_ndcg@10": means, "held_out": rows,
             "rule": "a ranker replaces the rule table when its mean is higher and no set loses more than "
                     f"{MAX_SET_LOSS}",
