@@ -33,7 +33,8 @@ from hanrag.records import Document  # noqa: E402
 SHARED_SETS = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en", "xquad_en2zh", "cranfield_en")
 CROSS_SETS = ("ko2hanja", "hanja2ko", "ko2en_tech", "en2ko_tech")
 # TUNING data in eval/ (written after the held-out sets, from other texts): fit.py may choose on it
-TUNE_SETS = ("tune_ko2zpzq", "tune_ko_tech", "tune_en2ko_tech", "tune_ko2en_react", "tune_en2ko_react")
+TUNE_SETS = ("tune_ko2zpzq", "tune_ko_tech", "tune_en2ko_tech", "tune_ko2en_react", "tune_en2ko_react",
+             "tune_ko2en_vue", "tune_en2ko_vue")
 # one collection with every corpus (xquad_en left out: its paragraphs are the English twins of xquad_en2zh's)
 MIXED_SETS = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en2zh", "cranfield_en", *CROSS_SETS)
 REPO_EVAL = ROOT / "eval"
