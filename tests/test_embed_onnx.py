@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import threading
 
 import numpy as np
 import pytest
@@ -223,6 +224,24 @@ def test_openvino_vector_depends_on_neither_batch_nor_streams(openvino_embedder,
     single = OnnxE5Embedder(cache_dir=cache, quant="q4", runtime="openvino", threads=1)
     assert np.array_equal(single.encode_passages(texts), one_by_one)
     assert single.identity() == emb.identity()
+
+
+def test_openvino_first_inference_runs_alone(cache):
+    """The first window a fresh encoder computes runs on the calling thread before any stream thread starts:
+    two threads initialising OpenVINO's binding at once deadlocked a build (each held what the other waited for)."""
+    emb = OnnxE5Embedder(cache_dir=cache, quant="q4", runtime="openvino", threads=2)
+    runner, inputs = emb._runner, emb._inputs
+    threads: list[str] = []
+
+    def recording(tokens: list[int]) -> dict:
+        threads.append(threading.current_thread().name)
+        return inputs(tokens)
+
+    windows = [[0, 100 + i, 2] for i in range(4)]
+    vectors = runner.run(windows, recording)
+    assert threads[0] == threading.current_thread().name and runner._warm
+    assert all(name.startswith("hanrag-openvino") for name in threads[1:])
+    assert np.array_equal(np.stack(vectors), np.stack(runner.run(windows, inputs)))
 
 
 def test_runtime_choices(cache):

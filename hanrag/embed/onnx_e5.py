@@ -494,6 +494,7 @@ class _OpenVinoEncoder:
         self._output = self.compiled.output(0)
         self._requests = [self.compiled.create_infer_request() for _ in range(self.streams)]
         self._pool: Any = None
+        self._warm = False  # has one window run alone (see run)
 
     def _run_on(self, request: Any, feeds: dict[str, np.ndarray]) -> np.ndarray:
         return np.array(request.infer(feeds)[self._output][0], dtype=np.float32)  # a copy: the buffer is reused
@@ -502,6 +503,13 @@ class _OpenVinoEncoder:
         """The pooled vector of each window; ``inputs`` makes a window's feeds (in the stream's thread)."""
         if len(windows) <= 1 or self.streams == 1:
             return [self._run_on(self._requests[0], inputs(tokens)) for tokens in windows]
+        if not self._warm:
+            # the first inference initialises C++ function-local statics in OpenVINO's Python binding that take
+            # the GIL; two streams doing it at once deadlocked (one held the GIL waiting on the static's guard, the
+            # other held the guard waiting on the GIL): the first window runs alone, on this thread
+            first = self._run_on(self._requests[0], inputs(windows[0]))
+            self._warm = True
+            return [first, *self.run(windows[1:], inputs)]
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
