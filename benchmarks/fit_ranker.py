@@ -149,8 +149,12 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--export", type=Path, default=None,
                     help="write lambdarank-residual trained on every tuning set as hanrag's JSON model")
+    ap.add_argument("--without", nargs="*", default=[], choices=FEATURES, metavar="FEATURE",
+                    help="train with these features held constant (the trees never read them): a variant to compare")
     args = ap.parse_args()
     records, measured = load_records(args.records)
+    for r in records:
+        r["X"][:, [FEATURES.index(f) for f in args.without]] = 0.0
     cells = sorted({r["cell"] for r in records})
     base = {r["set"]: r["set"].removeprefix("MIXED:") for r in records}
     rows: dict[str, dict[str, float]] = {"rule table": {}, "linear": {}, "lambdarank": {}, "lambdarank-residual": {}}
@@ -177,7 +181,7 @@ def main() -> None:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
-            **measured, "command": " ".join(sys.argv), "records": str(args.records),
+            **measured, "command": " ".join(sys.argv), "records": str(args.records), "without": args.without,
             "metric": "mean leave-one-set-out nDCG@10 (hanrag.eval), every query of a set weighing the same",
             "judgments": JUDGMENTS,
             "mean_held_out_ndcg@10": means, "held_out": rows,
