@@ -100,8 +100,8 @@ class EmbeddedBackend:
         return m
 
     def _ids(self, rows: np.ndarray, scores: np.ndarray) -> list[tuple[str, float]]:
-        ids = self.snapshot.ids_of(rows)  # no record decoded just for its id
-        return list(zip(ids, np.asarray(scores, dtype=np.float64).tolist(), strict=True))
+        ids = self.snapshot.chunk_ids  # no record decoded just for its id
+        return [(ids[int(r)].decode("utf-8"), float(s)) for r, s in zip(rows, scores, strict=True)]
 
     def sparse_search(
         self, query: Mapping[str, float], k: int, filters: Filters | None = None

@@ -43,7 +43,6 @@ from hanrag.records import Chunk
 # comparison instead of decoding every record (seconds at 1M chunks, and the cross-lingual stage filters
 # by language on every search until the mask is cached)
 META_DTYPE = np.dtype([("lang", "S8"), ("tier", "<i4"), ("provenance", "S16")])
-ROWS_KEPT = 100_000  # chunk id -> row entries a snapshot keeps for the ids searches met (~15 MB)
 
 
 def write_chunk_records(directory: Path, chunks: Iterable[Chunk]) -> int:
@@ -179,9 +178,6 @@ class Snapshot:
     meta: np.ndarray | None = None  # META_DTYPE per row (memory-mapped): the columns filters test
     ann: AnnIndex | None = None  # the HNSW graph; None when the index is small enough for exact search
     _doc_rows: dict[str, list[int]] | None = field(default=None, repr=False)
-    # chunk id -> row of the ids searches met (each search looks up its ~1,000 candidates several times, and a
-    # binary search over the memory-mapped ids costs ten times a dict); bounded by ROWS_KEPT
-    _row_cache: dict[str, int] = field(default_factory=dict, repr=False)
 
     @property
     def name(self) -> str:
@@ -232,31 +228,10 @@ class Snapshot:
         return tuple(names)
 
     def rows(self, chunk_ids: Sequence[str]) -> np.ndarray:
-        known = self._row_cache
-        rows = np.fromiter((known.get(c, -1) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
-        missing = np.flatnonzero(rows < 0)
-        if missing.size:
-            ids = [chunk_ids[int(i)] for i in missing]
-            found = self.row_of.many(ids)
-            if (found < 0).any():
-                raise KeyError(f"unknown chunk id {ids[int(np.flatnonzero(found < 0)[0])]!r} in index {self.path}")
-            rows[missing] = found
-            self.remember_rows(ids, found)
+        rows = self.row_of.many(chunk_ids)
+        if (rows < 0).any():
+            raise KeyError(f"unknown chunk id {chunk_ids[int(np.flatnonzero(rows < 0)[0])]!r} in index {self.path}")
         return rows
-
-    def ids_of(self, rows: np.ndarray) -> list[str]:
-        """The chunk ids of rows (read from the id column in one step, not one memory-map access each), which
-        :meth:`rows` then finds without a search."""
-        rows = np.asarray(rows, dtype=np.int64)
-        ids = [b.decode("utf-8") for b in np.asarray(self.chunk_ids)[rows].tolist()]
-        self.remember_rows(ids, rows)
-        return ids
-
-    def remember_rows(self, chunk_ids: Sequence[str], rows: np.ndarray) -> None:
-        known = self._row_cache
-        if len(known) + len(chunk_ids) > ROWS_KEPT:
-            known.clear()  # concurrent searches may lose entries, never read a wrong one: each is set once
-        known.update(zip(chunk_ids, rows.tolist(), strict=True))
 
 
 def _npy(path: Path, *, ndim: int, kind: str) -> np.ndarray:

@@ -133,24 +133,6 @@ def test_records_are_read_by_row_and_id(ann_index) -> None:
     assert [c.start for c in EmbeddedBackend(snap).doc_chunks("d3")] == list(range(10))
 
 
-def test_rows_remembered_from_search_results_stay_right(ann_index, monkeypatch) -> None:
-    """Ids a search returned are found again without a binary search, and the memory stays bounded and correct
-    when it is cleared."""
-    index, _ = ann_index
-    snap = open_snapshot(index)
-    assert snap.ids_of(np.array([7, 2999, 0])) == ["c00007", "c02999", "c00000"]
-    searched = []
-    monkeypatch.setattr(snap.row_of, "many", lambda ids: searched.append(list(ids)) or np.array(
-        [int(i[1:]) if i.startswith("c") else -1 for i in ids], dtype=np.int64))
-    assert snap.rows(["c02999", "c00007", "c00042"]).tolist() == [2999, 7, 42]
-    assert searched == [["c00042"]]  # the two returned by ids_of were remembered
-    with pytest.raises(KeyError, match="unknown chunk id 'missing'"):
-        snap.rows(["c00001", "missing"])
-    monkeypatch.setattr("hanrag.index.snapshot.ROWS_KEPT", 4)
-    snap.ids_of(np.arange(100, 103))
-    assert len(snap._row_cache) <= 4 and snap.rows(["c00100", "c00007"]).tolist() == [100, 7]
-
-
 def test_corrupt_graph_and_big_file_edges(ann_index, tmp_path, monkeypatch) -> None:
     import shutil
 
