@@ -1,0 +1,50 @@
+"""The fitting protocol's judgments: a tuning set's own joined by its pooled ones (benchmarks/evalsets.py), and
+records re-judged with the judgments in force (benchmarks/fit_ranker.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hanrag.eval import EvalDoc, EvalQuery, EvalSet
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import evalsets
+import fit_ranker
+
+
+@pytest.fixture()
+def tuning_set(tmp_path, monkeypatch) -> EvalSet:
+    monkeypatch.setattr(evalsets, "POOL_DIR", tmp_path)
+    (tmp_path / "tune_x.tsv").write_text(
+        "# pooled judgments for tune_x\n"
+        "q1\tdoc-3\t1\tpartly: names the flag\n"
+        "q1\tdoc-1\t0\tthe pool's reader disagreed with the set\n"
+        "q2\tother:tune_y/doc-9\t2\tanswers, in the other language\n", encoding="utf-8")
+    docs = tuple(EvalDoc(f"doc-{i}", f"text {i}") for i in range(4))
+    queries = (EvalQuery("q1", "first", "ko"), EvalQuery("q2", "second", "ko"))
+    return EvalSet("tune_x", docs, queries, {"q1": {"doc-1": 2}, "q2": {"doc-2": 2}})
+
+
+def test_pooled_judgments_join_the_sets_own_and_never_override_them(tuning_set) -> None:
+    judged = evalsets.fit_judgments(tuning_set)
+    # a passage of another set is named as fit.py's records name it (no set prefix); the set's own grade wins
+    assert judged == {"q1": {"doc-1": 2, "doc-3": 1}, "q2": {"doc-2": 2, "doc-9": 2}}
+
+
+def test_records_are_judged_again_with_the_judgments_in_force(tuning_set, monkeypatch) -> None:
+    monkeypatch.setattr(fit_ranker, "load", lambda name: tuning_set)
+    docs = ["doc-9", "doc-2", "doc-3", "doc-0"]
+    old = [{"set": name, "rel": {}, "docs": docs, "grade": np.zeros(4, np.int8)}
+           for name in ("tune_x", "tune_x", "MIXED:tune_x")]
+    old[2]["qid"] = "q2"  # records written with qids keep them; older ones are in the set's query order
+    out = fit_ranker.rejudged(old[:2]) + fit_ranker.rejudged(old[2:])
+    assert [r["qid"] for r in out] == ["q1", "q2", "q2"]
+    assert out[0]["grade"].tolist() == [0, 0, 1, 0] and out[1]["grade"].tolist() == [2, 2, 0, 0]
+    assert out[2]["rel"] == {"doc-2": 2, "doc-9": 2}
+    with pytest.raises(SystemExit, match="1 records without qids for 2 queries"):
+        fit_ranker.rejudged([{"set": "tune_x", "rel": {}, "docs": docs, "grade": np.zeros(4, np.int8)}])
