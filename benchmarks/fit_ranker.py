@@ -60,22 +60,16 @@ def load_records(path: Path) -> tuple[list[dict], dict]:
 
 def rejudged(records: list[dict]) -> list[dict]:
     """The records judged with the judgments in force now (``evalsets.fit_judgments``: a set's own and its pooled
-    ones), so passages judged after ``fit.py`` ran count. Records written before they carried a qid are in their
-    set's query order (``fit.collect`` runs every query of a set in order)."""
-    by_set: dict[str, list[dict]] = {}
+    ones), so passages judged after ``fit.py`` ran count. A set's runs alone and in MIXED share its judgments."""
+    judged: dict[str, dict[str, dict[str, int]]] = {}
     for r in records:
-        by_set.setdefault(r["set"], []).append(r)
-    for name, recs in by_set.items():
-        es = load(name.removeprefix("MIXED:"))
-        judged = fit_judgments(es)
-        qids = [r.get("qid") for r in recs]
-        if None in qids:
-            if len(recs) != len(es.queries):
-                raise SystemExit(f"{name}: {len(recs)} records without qids for {len(es.queries)} queries")
-            qids = [q.qid for q in es.queries]
-        for r, qid in zip(recs, qids, strict=True):
-            r["qid"], r["rel"] = qid, judged.get(qid, {})
-            r["grade"] = np.array([r["rel"].get(d, 0) for d in r["docs"]], dtype=np.int8)
+        if "qid" not in r:
+            raise SystemExit(f"{r['set']}: records without qids (written before fit.py stored them): run fit.py again")
+        base = r["set"].removeprefix("MIXED:")
+        if base not in judged:
+            judged[base] = fit_judgments(load(base))
+        r["rel"] = judged[base].get(r["qid"], {})
+        r["grade"] = np.array([r["rel"].get(d, 0) for d in r["docs"]], dtype=np.int8)
     return records
 
 
