@@ -73,9 +73,13 @@ def rejudged(records: list[dict]) -> list[dict]:
     return records
 
 
+def ranked_docs(rec: dict, scores: np.ndarray) -> list[str]:
+    """The record's documents, best score first, each once (a document's best chunk places it)."""
+    return list(dict.fromkeys(rec["docs"][i] for i in np.argsort(-scores, kind="stable")))
+
+
 def ndcg(rec: dict, scores: np.ndarray) -> float:
-    docs = list(dict.fromkeys(rec["docs"][i] for i in np.argsort(-scores, kind="stable")))
-    return query_metrics(docs, rec["rel"])[0]
+    return query_metrics(ranked_docs(rec, scores), rec["rel"])[0]
 
 
 def with_rule(records: list[dict], alphas: dict[str, float]) -> list[dict]:

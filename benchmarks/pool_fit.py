@@ -22,16 +22,11 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 from evalsets import MIXED_SETS, POOL_DIR, TUNE_SETS, available, load
 from fit import choose
-from fit_ranker import _head, load_records, reordered, score_model, train_lambdarank, with_rule
+from fit_ranker import _head, load_records, ranked_docs, reordered, score_model, train_lambdarank, with_rule
 
 DEPTH = 10
-
-
-def top(rec: dict, scores: np.ndarray, depth: int = DEPTH) -> list[str]:
-    return list(dict.fromkeys(rec["docs"][i] for i in np.argsort(-scores, kind="stable")))[:depth]
 
 
 def owners(names: list[str]) -> dict[str, tuple[str, str]]:
@@ -43,7 +38,7 @@ def owners(names: list[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def pooled_name(doc: str, set_name: str, own: set[str], owner: dict[str, tuple[str, str]]) -> str:
+def pooled_name(doc: str, own: set[str], owner: dict[str, tuple[str, str]]) -> str:
     """The passage as ``eval/pooled/<set>.tsv`` names it: its bare id in the set's own corpus, else
     ``other:<set>/<id>`` (as :func:`hanrag.eval.run_doc_id` names it in a merged index)."""
     return doc if doc in own else f"other:{owner[doc][0]}/{doc}"
@@ -76,15 +71,17 @@ def main() -> None:
             where = "MIXED-FIT" if r["set"].startswith("MIXED:") else "alone"
             runs = {"rule table": r["fused"], "learned ranker": reordered(r, score_model(model, _head(r), True))}
             for label, scores in runs.items():
-                for doc in top(r, scores):
+                for doc in ranked_docs(r, scores)[:DEPTH]:
                     if doc in r["rel"]:
                         continue
-                    name = pooled_name(doc, g, own, owner)
+                    name = pooled_name(doc, own, owner)
                     entry = pool.setdefault((r["qid"], name), {"qid": r["qid"], "query": queries[r["qid"]],
                                                               "doc": name, "text": owner[doc][1], "rows": []})
                     if (row := f"fit {where}: {label}") not in entry["rows"]:
                         entry["rows"].append(row)
-        path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in pool.values()), encoding="utf-8")
+        tmp = path.with_suffix(".jsonl.tmp")  # the pool holds judged work: replaced whole or not at all
+        tmp.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in pool.values()), encoding="utf-8")
+        tmp.replace(path)
         print(f"{g}: {len(pool) - before} new unjudged passages in the top {DEPTH} of the rule table and the "
               f"learned ranker (held out, alone and in MIXED-FIT) -> {path} ({len(pool)} in all)", file=sys.stderr)
 
