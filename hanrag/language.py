@@ -63,14 +63,25 @@ def script_counts(text: str) -> ScriptCounts:
 
 
 _LETTER_RE = re.compile(r"[^\W\d_]+")  # letters (word characters less digits and the underscore), runs
-_SCRIPT_RE = {"hangul": _HANGUL_RE, "cjk": _CJK_RE}
+_SCRIPT_RE = {"hangul": _HANGUL_RE, "cjk": _CJK_RE, "latin": _LATIN_RE}
+LANG_SCRIPT = {"ko": "hangul", "zh": "cjk", "en": "latin"}  # the script each language tag is detected by
 
 
 def script_share(text: str, script: str) -> float:
-    """The share of ``text``'s letters written in ``script`` (``hangul`` or ``cjk``); 0.0 without letters. Two regex
-    passes, for the search path (:func:`script_counts` makes five and a Python one)."""
+    """The share of ``text``'s letters written in ``script`` (``hangul``, ``cjk`` or ``latin``); 0.0 without
+    letters. Two regex passes, for the search path (:func:`script_counts` makes five and a Python one)."""
     letters = _run_length(_LETTER_RE, text)
     return min(1.0, _run_length(_SCRIPT_RE[script], text) / letters) if letters else 0.0
+
+
+_SYMBOL_RE = re.compile(r"[!-/:-@\[-`{-~0-9]+")  # ASCII punctuation, symbols and digits
+
+
+def symbol_share(text: str) -> float:
+    """The share of ``text``'s non-space characters that are ASCII punctuation, symbols or digits: about .05 in prose
+    of any script, a third or more in code, commands and configuration."""
+    non_space = len(text) - _run_length(_SPACE_RE, text)
+    return _run_length(_SYMBOL_RE, text) / non_space if non_space else 0.0
 
 
 def detect_lang(text: str, default: Lang | None = None, window: int = DETECT_WINDOW,

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from hanrag.bundled import RANKER_DIR
+from hanrag.language import LANG_SCRIPT, script_share, symbol_share
 
 FEATURES = (
     "rule_fused",  # the rule table's fused score: the model corrects the table rather than replacing it
@@ -39,6 +40,8 @@ FEATURES = (
     "dense_rank",  # 1 / (1 + rank) in the dense list
     "log_length",  # log of the chunk's characters over 512
     "centring",  # what the cross-lingual centring added to the cosine (its language's offset times its script weight)
+    "script_share",  # share of the chunk's letters in the query language's script (a Korean page of commands: low)
+    "symbol_share",  # share of the chunk's non-space characters that are ASCII symbols or digits (code, config)
 )
 
 
@@ -63,9 +66,12 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
                        own: np.ndarray, expansion: np.ndarray, ceiling: float, same_language: np.ndarray,
                        bm25_list: Mapping[str, float], dense_list: Mapping[str, float],
                        lengths: np.ndarray, centring: np.ndarray | None = None,
-                       dense_best: float | None = None) -> np.ndarray:
+                       dense_best: float | None = None, script_share: np.ndarray | None = None,
+                       symbol_share: np.ndarray | None = None) -> np.ndarray:
     """The (candidates × :data:`FEATURES`) matrix; NaN scores (a retriever that gave none) count as 0.
-    ``dense_best``: the pool's best cosine when ``ids`` are part of the pool (default: the best of ``dense_raw``)."""
+    ``dense_best``: the pool's best cosine when ``ids`` are part of the pool (default: the best of ``dense_raw``);
+    ``script_share``, ``symbol_share``: the chunks' :func:`hanrag.language.script_share` in the query language's
+    script and :func:`hanrag.language.symbol_share` (:func:`text_shape`; default 0)."""
     raw = np.asarray(dense_raw, dtype=np.float64)
     best = dense_best if dense_best is not None else np.nanmax(raw) if np.isfinite(raw).any() else 0.0
     gap = np.nan_to_num(raw - best, nan=-1.0)
@@ -77,8 +83,19 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
         _rank_feature(ids, bm25_list), _rank_feature(ids, dense_list),
         np.log(np.maximum(np.asarray(lengths, dtype=np.float64), 1.0) / 512.0),
         np.zeros(len(ids)) if centring is None else np.asarray(centring, dtype=np.float64),
+        np.zeros(len(ids)) if script_share is None else np.asarray(script_share, dtype=np.float64),
+        np.zeros(len(ids)) if symbol_share is None else np.asarray(symbol_share, dtype=np.float64),
     ]
     return np.column_stack(cols).astype(np.float64)
+
+
+def text_shape(texts: Sequence[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's share of letters in ``lang``'s script and its share of ASCII symbols: what a passage is made of,
+    which BM25 and the cosine do not say (a Korean cheat sheet of kubectl commands is Korean by its tag, English
+    and symbols by its letters)."""
+    script = LANG_SCRIPT.get(lang, "latin")
+    return (np.array([script_share(t, script) for t in texts], dtype=np.float64),
+            np.array([symbol_share(t) for t in texts], dtype=np.float64))
 
 
 # -- the model: boosted trees read from JSON, evaluated with numpy ---------------------------------------------------

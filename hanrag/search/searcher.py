@@ -30,7 +30,7 @@ from hanrag.search.evidence import Evidence
 from hanrag.search.fusion import Fused, candidate_count, fuse
 from hanrag.search.hits import make_hits
 from hanrag.search.plan import QueryPlanner, promote_absent_terms
-from hanrag.search.ranker import candidate_features, load_ranker
+from hanrag.search.ranker import candidate_features, load_ranker, text_shape
 from hanrag.search.ranking import diversify, learned_ranking, rerank
 from hanrag.search.retrieve import Retriever
 from hanrag.search.widen import Widener
@@ -268,12 +268,14 @@ class Searcher:
         exp_scores = self.backend.sparse_scores(expansion, ids) if expansion else np.zeros(len(ids))
         chunks = [cand.chunks[c] for c in ids]
         raw = np.asarray(fused.dense_raw, dtype=np.float64)
+        script, symbols = text_shape([c.text for c in chunks], cand.plan.lang)
         return candidate_features(
             ids, fused.fused[idx], fused.bm25_norm[idx], fused.dense_norm[idx], raw[idx], own_scores, exp_scores,
             self.query_ceiling(cand.plan, cand.weights), np.array([c.lang == cand.plan.lang for c in chunks]),
             cand.bm25, cand.dense, np.array([len(c.text) for c in chunks]),
             np.array([cand.centring(c) for c in ids]),
-            dense_best=float(np.nanmax(raw)) if np.isfinite(raw).any() else 0.0)
+            dense_best=float(np.nanmax(raw)) if np.isfinite(raw).any() else 0.0, script_share=script,
+            symbol_share=symbols)
 
     # -- what the index says about a query (hanrag.search.evidence) ----------------------------------
     def lexical_evidence(self, plan: QueryPlan, weights: Mapping[str, float], bm25: Mapping[str, float],

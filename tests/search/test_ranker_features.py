@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hanrag.search.ranker import FEATURES, candidate_features
+from hanrag.search.ranker import FEATURES, candidate_features, text_shape
 
 
 def test_features_of_a_small_pool() -> None:
@@ -14,7 +14,8 @@ def test_features_of_a_small_pool() -> None:
         dense_norm=np.array([0.2, 0.8, 0.0]), dense_raw=np.array([0.80, 0.85, np.nan]),
         own=np.array([4.0, 0.0, 0.0]), expansion=np.array([0.0, 2.0, 0.0]), ceiling=8.0,
         same_language=np.array([True, False, True]), bm25_list={"a": 5.0, "c": 1.0}, dense_list={"b": 0.85, "a": 0.8},
-        lengths=np.array([512, 1024, 0]), centring=np.array([0.0, 0.02, 0.0]))
+        lengths=np.array([512, 1024, 0]), centring=np.array([0.0, 0.02, 0.0]),
+        script_share=np.array([1.0, 0.2, 0.0]), symbol_share=np.array([0.05, 0.3, 0.0]))
     col = {f: x[:, i] for i, f in enumerate(FEATURES)}
     assert x.shape == (3, len(FEATURES)) and np.isfinite(x).all()  # a retriever's missing score is 0, never NaN
     assert col["bm25_norm"].tolist() == [1.0, 0.0, 0.0]
@@ -24,3 +25,15 @@ def test_features_of_a_small_pool() -> None:
     assert col["bm25_rank"].tolist() == [1.0, 0.0, 0.5] and col["dense_rank"].tolist() == [0.5, 1.0, 0.0]
     assert np.isclose(col["log_length"][0], 0.0) and col["log_length"][1] > 0 > col["log_length"][2]
     assert col["centring"].tolist() == [0.0, 0.02, 0.0]  # the other-language candidate's centred cosine
+    assert col["script_share"].tolist() == [1.0, 0.2, 0.0] and col["symbol_share"].tolist() == [0.05, 0.3, 0.0]
+
+
+def test_text_shape_tells_a_page_of_commands_from_prose() -> None:
+    prose = "디플로이먼트를 이전 리비전으로 롤백하려면 롤아웃 기록을 확인한 뒤 되돌릴 리비전을 지정한다."
+    commands = ("```bash\n# 컨테이너의 이미지를 업데이트\nkubectl patch pod valid-pod --type='json' "
+                "-p='[{\"op\": \"replace\", \"path\": \"/spec/containers/0/image\"}]'\n```")
+    script, symbols = text_shape([prose, commands, ""], "ko")
+    assert script[0] == 1.0 and script[1] < 0.3 and script[2] == 0.0  # Hangul letters of all letters
+    assert symbols[0] < 0.05 < 0.25 < symbols[1] and symbols[2] == 0.0
+    en_script, _ = text_shape(["rollback a Deployment", "디플로이먼트 롤백"], "en")
+    assert en_script.tolist() == [1.0, 0.0]  # an English query's script is Latin
