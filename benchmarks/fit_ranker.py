@@ -8,7 +8,9 @@ compares, per held-out tuning set, nDCG@10 (:func:`hanrag.eval.query_metrics`, t
 * ``linear``: the pairwise-logistic linear model of ``fit.py --ranker``;
 * ``lambdarank``: LightGBM's LambdaMART (gradient-boosted trees optimising nDCG@10), small and regularised;
 * ``lambdarank-residual``: the same trees started from the rule table's score (LightGBM ``init_score``), so they
-  learn corrections to the table rather than a ranking from nothing.
+  learn corrections to the table rather than a ranking from nothing;
+* ``lambdarank-residual, language order kept``: those trees as a search runs them, the candidates in the query's
+  language keeping the rule table's order among themselves (:func:`hanrag.search.ranker.keep_language_order`).
 
 The rule table's fused score is a feature of both models; in each fold it is recomputed with the weights chosen
 on that fold's training sets, so no model sees weights chosen on the set it is scored on.
@@ -35,10 +37,12 @@ from evalsets import fit_judgments, load
 from fit import JUDGMENTS, SHIPPED, choose, fit_ranker
 
 from hanrag.eval import query_metrics
-from hanrag.search.ranker import FEATURES, from_lightgbm
+from hanrag.search.ranker import FEATURES, from_lightgbm, keep_language_order
 
 RULE_COLUMN = FEATURES.index("rule_fused")
+SAME_COLUMN = FEATURES.index("same_language")
 MAX_SET_LOSS = 0.01  # nDCG@10 a held-out tuning set may lose to a ranker that replaces the rule table
+KEPT = "lambdarank-residual, language order kept"  # the residual trees as a search runs them (the bundled model)
 HEAD = 50  # candidates a learned ranker reorders (the rule table's top 50; nDCG@10 reads the top 10)
 RULE_SCALE = 10.0  # the residual trees start from this times the rule table's score (LightGBM init_score)
 
@@ -134,6 +138,12 @@ def score_model(model, rec: dict, residual: bool) -> np.ndarray:
     return s + rec["fused"] * RULE_SCALE if residual else s
 
 
+def language_order_kept(rec: dict, head_scores: np.ndarray) -> np.ndarray:
+    """The head's scores as a search uses them: the query-language candidates keep the rule table's order among
+    themselves (:func:`hanrag.search.ranker.keep_language_order`)."""
+    return keep_language_order(head_scores, rec["fused"], rec["X"][:, SAME_COLUMN] > 0.5)
+
+
 def preferred(model: dict[str, float], table: dict[str, float]) -> bool:
     """The protocol's test for a new default: better on the mean and not much worse on any set (a mean can rise
     on a few sets' gains while the users of another lose; the same guard chose search.xling_translate_weight)."""
@@ -155,7 +165,8 @@ def main() -> None:
         r["X"][:, [FEATURES.index(f) for f in args.without]] = 0.0
     cells = sorted({r["cell"] for r in records})
     base = {r["set"]: r["set"].removeprefix("MIXED:") for r in records}
-    rows: dict[str, dict[str, float]] = {"rule table": {}, "linear": {}, "lambdarank": {}, "lambdarank-residual": {}}
+    rows: dict[str, dict[str, float]] = {"rule table": {}, "linear": {}, "lambdarank": {}, "lambdarank-residual": {},
+                                         KEPT: {}}
     for g in sorted(set(base.values())):
         t0 = time.perf_counter()
         train = [r for r in records if base[r["set"]] != g]
@@ -169,6 +180,8 @@ def main() -> None:
             model = train_lambdarank(heads, residual)
             rows[name][g] = float(np.mean([ndcg(r, reordered(r, score_model(model, _head(r), residual)))
                                            for r in test]))
+        rows[KEPT][g] = float(np.mean([ndcg(r, reordered(r, language_order_kept(_head(r), score_model(
+            model, _head(r), True)))) for r in test]))
         print(f"held out {g:<24} " + "  ".join(f"{k} {v[g]:.3f}" for k, v in rows.items())
               + f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
     means = {k: float(np.mean(list(v.values()))) for k, v in rows.items()}

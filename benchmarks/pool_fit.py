@@ -6,7 +6,8 @@ and more so in fit.py's MIXED-FIT index, where a Korean Kubernetes question of t
 English Kubernetes pages of the other sets. A ranker that lifts such passages would be scored down for it. This
 script takes the records of ``fit.py --records`` and, for every tuning set of eval/ (``evalsets.TUNE_SETS``) held
 out in turn as ``fit_ranker.py`` holds it out, the top 10 of the rule table (weights chosen on the other sets) and
-of ``lambdarank-residual`` (trained on the other sets), standalone and in MIXED-FIT; every passage there that the
+of ``lambdarank-residual`` (trained on the other sets; as trained, and as a search runs it, the query language's
+order kept), standalone and in MIXED-FIT; every passage there that the
 set's judgments (its own and its pooled ones) do not name joins ``eval/pooled/pool-<set>.jsonl`` (qid, query, doc as
 the pooled judgments name it, the whole passage, the rows that ranked it) for a reader to judge into
 ``eval/pooled/<set>.tsv``, as ``benchmarks/pool.py`` does for the product path. Both rows are pooled to the same
@@ -24,7 +25,16 @@ from pathlib import Path
 
 from evalsets import MIXED_SETS, POOL_DIR, TUNE_SETS, available, load
 from fit import choose
-from fit_ranker import _head, load_records, ranked_docs, reordered, score_model, train_lambdarank, with_rule
+from fit_ranker import (
+    _head,
+    language_order_kept,
+    load_records,
+    ranked_docs,
+    reordered,
+    score_model,
+    train_lambdarank,
+    with_rule,
+)
 
 DEPTH = 10
 
@@ -69,7 +79,9 @@ def main() -> None:
         before = len(pool)
         for r in test:
             where = "MIXED-FIT" if r["set"].startswith("MIXED:") else "alone"
-            runs = {"rule table": r["fused"], "learned ranker": reordered(r, score_model(model, _head(r), True))}
+            trees = score_model(model, _head(r), True)
+            runs = {"rule table": r["fused"], "learned ranker": reordered(r, trees),
+                    "learned ranker, language order kept": reordered(r, language_order_kept(_head(r), trees))}
             for label, scores in runs.items():
                 for doc in ranked_docs(r, scores)[:DEPTH]:
                     if doc in r["rel"]:

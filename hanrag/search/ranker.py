@@ -98,6 +98,20 @@ def text_shape(texts: Sequence[str], lang: str) -> tuple[np.ndarray, np.ndarray]
             np.array([symbol_share(t) for t in texts], dtype=np.float64))
 
 
+def keep_language_order(scores: np.ndarray, rule: np.ndarray, same: np.ndarray) -> np.ndarray:
+    """``scores`` with the query-language candidates' scores handed out again in the rule table's order: the
+    highest of their learned scores to the one the table ranks first, and so on. Where other-language candidates
+    sit among them is the model's; the order among the query's own language stays the table's. The trees' evidence
+    is what crosses languages (translations, links, centred cosines); within the query's own language BM25 and the
+    cosine already speak directly, and trees trained mostly on cross-language sets reorder neighbouring pages there
+    on noise (tune_ko_tech, docs/evaluation.md)."""
+    idx = np.flatnonzero(same)
+    out = np.array(scores, dtype=np.float64, copy=True)
+    if len(idx) > 1:
+        out[idx[np.argsort(-np.asarray(rule)[idx], kind="stable")]] = np.sort(out[idx])[::-1]
+    return out
+
+
 # -- the model: boosted trees read from JSON, evaluated with numpy ---------------------------------------------------
 
 MODEL_FORMAT = "hanrag-trees/1"
