@@ -20,6 +20,7 @@ from hanrag.records import QueryPlan
 from hanrag.search.candidates import Candidates, Request, frozen_map
 from hanrag.search.diversity import apply_diversity
 from hanrag.search.fusion import Fused
+from hanrag.search.ranker import keep_language_order
 
 if TYPE_CHECKING:
     from hanrag.search.ranker import TreeRanker
@@ -75,10 +76,13 @@ def learned_ranking(model: TreeRanker | None, features: Callable[[Sequence[int]]
 
     A reordered candidate scores its fused score plus the trees' correction over the rule scale (so the numbers
     stay on the fused scale, and ``--explain`` adds them up); the candidates past the head keep their fused order
-    below the head's lowest score. ``features(rows)``: the ranker features of those candidate indices
-    (:meth:`hanrag.search.searcher.Searcher.ranking_features`). The plan records the model and how many it
-    reordered (``QueryPlan.ranker``, ``QueryPlan.ranked``); with ``explain``, ``Ranking.learned`` holds what each
-    feature added (the attribution costs about twice the scoring, so a search that explains nothing skips it)."""
+    below the head's lowest score. The candidates in the query's language keep the rule table's order among
+    themselves (:func:`hanrag.search.ranker.keep_language_order`: the model places the other languages' among them;
+    an explanation lists the scores handed over as ``language_order``). ``features(rows)``: the ranker features
+    of those candidate indices (:meth:`hanrag.search.searcher.Searcher.ranking_features`). The plan records the
+    model and how many it reordered (``QueryPlan.ranker``, ``QueryPlan.ranked``); with ``explain``,
+    ``Ranking.learned`` holds what each feature added (the attribution costs about twice the scoring, so a search
+    that explains nothing skips it)."""
     base = fused_ranking(cand, fused)
     if model is None or cand.plan.mode != "hybrid":
         return base
@@ -95,7 +99,13 @@ def learned_ranking(model: TreeRanker | None, features: Callable[[Sequence[int]]
                    for j in range(len(head))}
     else:
         correction = model.predict(X) / model.rule_scale
-    scores = np.asarray(base.scores[:len(head)]) + correction
+    learned_scores = np.asarray(base.scores[:len(head)]) + correction
+    # the head is in the rule table's order, so its own position is the rule score keep_language_order reads
+    scores = keep_language_order(learned_scores, -np.arange(len(head), dtype=np.float64),
+                                 X[:, model.features.index("same_language")] > 0.5)
+    if learned:
+        for j in np.flatnonzero(scores != learned_scores):
+            learned[head[j]] = (*learned[head[j]], ("language_order", float(scores[j] - learned_scores[j])))
     new = sorted(range(len(head)), key=lambda j: (-scores[j], j))
     floor = float(scores.min())
     tail = [min(s, floor) for s in base.scores[len(head):]]

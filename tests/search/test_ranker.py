@@ -86,7 +86,7 @@ def test_a_bad_model_file_is_named_with_its_problem(tmp_path: Path) -> None:
         with pytest.raises(RankerError) as err:
             load_ranker(path)
         assert path in str(err.value), name
-    assert "centring" in str(pytest.raises(RankerError, load_ranker, str(tmp_path / "features.json")).value)
+    assert FEATURES[-1] in str(pytest.raises(RankerError, load_ranker, str(tmp_path / "features.json")).value)
     assert load_ranker(_write(tmp_path, "good.json", json.dumps(_one_split()))).head == 50
 
 
@@ -142,6 +142,24 @@ def test_a_model_reorders_the_head_and_every_score_adds_up(parts, tmp_path: Path
     # the rule table's order within each language stays: the model only lifted by language
     assert [h.chunk.chunk_id for h in lifted.hits if h.chunk.lang == "en"] == \
         [h.chunk.chunk_id for h in rule.hits if h.chunk.lang == "en"]
+
+
+def test_the_query_language_keeps_the_rule_tables_order(parts, tmp_path: Path) -> None:
+    """A model that sinks BM25's first candidate by 100 (10 on the fused scale) may not reorder the query's own
+    language: the English question's English passages keep the rule table's order, the sunk score goes to the last
+    of them, and the explanation says what was handed over (``language_order``), so every score still adds up."""
+    spec = _one_split(feature=[FEATURES.index("bm25_rank"), -1, -1], threshold=[0.99, 0.0, 0.0],
+                      value=[0.0, 0.0, -100.0])  # BM25's first (rank feature 1.0) -> -100
+    query = "roll back a deployment"
+    rule = _searcher(parts, "").run(query, top_k=6, explain=True)
+    sunk = _searcher(parts, _write(tmp_path, "sink.json", json.dumps(spec))).run(query, top_k=6, explain=True)
+    english = [h.chunk.chunk_id for h in rule.hits if h.chunk.lang == "en"]
+    assert len(english) == 3 and [h.chunk.chunk_id for h in sunk.hits if h.chunk.lang == "en"] == english
+    handed = {h.chunk.chunk_id: dict(h.explanation.learned).get("language_order", 0.0) for h in sunk.hits}
+    assert handed[english[0]] > 9.0 and handed[english[-1]] < 0.0  # the first's sunk score went to the last
+    for h in sunk.hits:
+        assert h.explanation.fused + sum(dict(h.explanation.learned).values()) == pytest.approx(h.score, abs=1e-5)
+    assert sunk.hits[-1].chunk.chunk_id == english[-1]  # where English sits among the others is the model's
 
 
 def test_the_head_features_are_those_the_model_was_trained_on(parts) -> None:
