@@ -259,12 +259,12 @@ class SearchConfig:
     # result pages where one long document should not fill every slot
     diversity: bool = False
     diversity_factors: list[Factor] = field(default_factory=lambda: [1.0, 0.95, 0.90, 0.85])
-    # the learned ranker that reorders the fused head of a hybrid search: "" (none: the rule table's order),
-    # "lambdamart" (LambdaMART trees over each candidate's evidence, started from the rule table's score; bundled in
-    # hanrag/rankers/) or the path of a JSON model trained by benchmarks/fit_ranker.py. Off: the fitting protocol does
-    # not prefer it (mean leave-one-set-out nDCG@10 .7175 against .7130, but tune_ko_tech -.012, over the .01 a set
-    # may lose; benchmarks/results/fit-ranker.json); in the mixed index it gains on three of the four seen sets
-    ranker: str = ""
+    # the learned ranker that reorders the fused head of a hybrid search: "lambdamart" (LambdaMART trees over each
+    # candidate's evidence, started from the rule table's score, the query language's candidates keeping the
+    # table's order among themselves; bundled in hanrag/rankers/), the path of a JSON model trained by
+    # benchmarks/fit_ranker.py, or "" (the rule table's order). On: the fitting protocol prefers it to the rule table
+    # (benchmarks/results/fit-ranker-kept.json, docs/evaluation.md)
+    ranker: str = "lambdamart"
     rerank: RerankConfig = field(default_factory=RerankConfig)
     # cross-lingual: when the query's own language has weak lexical evidence, draw dense candidates
     # per corpus language and centre each language's scores on its own candidate pool before they compete

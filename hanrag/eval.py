@@ -160,17 +160,22 @@ def ablation_configs(cfg) -> dict:
     """name -> (mode, Config): one run per pipeline stage, all from the user's config.
 
     bm25 and dense alone, each fusion (min-max, z-score, RRF k=60 and k=2, ceiling, calibrated), the reference
-    rule preset, the hanrag default, without fill / diversity / cross-lingual / glossary / corpus links, with a
-    language-neutral query vector (``search.language_neutral_query``), with one centring share for every language
+    rule preset, the rule table alone (``search.ranker`` off), the learned ranker, the hanrag default, without
+    fill / diversity / cross-lingual / glossary / corpus links, with a language-neutral query vector
+    (``search.language_neutral_query``), with one centring share for every language
     (``search.xling_compete_by_evidence`` off), with lexical parity (``search.xling_lexical_parity``), with each
-    language's centring alone (``search.xling_centring_by_script`` off), and
-    +rerank when ``search.rerank.model`` is set (every other row runs without it).
+    language's centring alone (``search.xling_centring_by_script`` off), and +rerank when ``search.rerank.model``
+    is set (every other row runs without it).
     """
     base = copy.deepcopy(cfg)
     base.search.rerank.model = ""
 
     def v(**changes):
+        """The config with these search settings changed; a row that changes the fusion runs without the learned
+        ranker, which was trained on the default fusion's score (it would read another scale)."""
         c = copy.deepcopy(base)
+        if {"fusion", "preset", "dense_background"} & changes.keys():
+            c.search.ranker = ""
         for key, value in changes.items():
             setattr(c.search, key, value)
         return c
@@ -205,8 +210,10 @@ def ablation_configs(cfg) -> dict:
         # every chunk of a language centred by its language's offset alone (the default before
         # xling_centring_by_script weighed it by the chunk's share of its language's script)
         "centring by language": ("hybrid", v(xling_centring_by_script=False)),
-        # the learned ranker (search.ranker, off by default) reordering the head of the rule table's fused order
+        # the learned ranker reordering the head of the rule table's fused order (search.ranker; on by default),
+        # and the rule table's fused order alone
         "learned ranker": ("hybrid", v(ranker="lambdamart")),
+        "rule table": ("hybrid", v(ranker="")),
         "hanrag default": ("hybrid", v()),
     }
     if cfg.search.rerank.model:

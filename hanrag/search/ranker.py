@@ -10,10 +10,10 @@ search computes and ``benchmarks/fit_ranker.py`` trains on it.
 
 :class:`TreeRanker` is such a model: LambdaMART trees (trained with LightGBM, stored as JSON by
 :func:`from_lightgbm`, evaluated here with numpy alone) started from the rule table's score, so they learn
-corrections to the table. ``search.ranker`` names it (``lambdamart``, bundled in ``hanrag/rankers/``; off by
-default: under the fitting protocol it raises the mean but loses more than a set may on one, docs/evaluation.md); it
-reorders the rule table's head (:func:`hanrag.search.ranking.learned_ranking`) and says per hit what each feature
-added (``--explain``).
+corrections to the table. ``search.ranker`` names it (``lambdamart``, bundled in ``hanrag/rankers/``, the default:
+the fitting protocol prefers it to the rule table, docs/evaluation.md); it reorders the rule table's head
+(:func:`hanrag.search.ranking.learned_ranking`), the query language's candidates keeping the table's order among
+themselves (:func:`keep_language_order`), and says per hit what each feature added (``--explain``).
 """
 
 from __future__ import annotations

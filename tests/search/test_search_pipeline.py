@@ -77,7 +77,7 @@ def test_hybrid_explain_consistent_and_filled(parts, embedder):
     for h in hits:
         e = h.explanation
         assert e.fused == pytest.approx(e.bm25_weight * e.bm25_norm + e.dense_weight * e.dense_norm)
-        # the learned ranker's correction (none by default), feature by feature, on top of the fused score
+        # the learned ranker's correction (on by default), feature by feature, on top of the fused score
         assert e.final == pytest.approx((e.fused + sum(v for _, v in e.learned)) * e.penalty, abs=1e-5)
 
 

@@ -56,10 +56,10 @@ def parts(embedder):
 
 
 def make(parts, embedder) -> Searcher:
-    """The default searcher with the learned ranker on (off by default), so its stage runs too."""
+    """The default searcher: the learned ranker's stage runs too."""
     chunks, tokens, vectors, analyzer = parts
     cfg = Config()
-    cfg.search.ranker = "lambdamart"
+    assert cfg.search.ranker == "lambdamart"
     return Searcher(MemoryBackend(chunks, tokens, vectors), cfg, embedder=embedder, analyzer=analyzer)
 
 

@@ -25,8 +25,8 @@ def test_the_browser_test_can_run() -> None:
 
 @pytest.fixture(scope="module")
 def inspector_url(tmp_path_factory: pytest.TempPathFactory):
-    # the learned ranker on (it is off by default), so the inspector shows what it added to each hit
-    config = TEST_CONFIG + '\n[search]\nranker = "lambdamart"\n'
+    # the default config: the learned ranker is on, so the inspector shows what it added to each hit
+    config = TEST_CONFIG
     built = build_test_index(tmp_path_factory.mktemp("browser"), config=config)
     assert built["config"].search.ranker == "lambdamart"
     with ThreadServer(create_app(built["index_dir"], built["config"])) as srv:
