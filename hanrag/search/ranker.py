@@ -19,7 +19,7 @@ themselves (:func:`keep_language_order`), and says per hit what each feature add
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +42,6 @@ FEATURES = (
     "centring",  # what the cross-lingual centring added to the cosine (its language's offset times its script weight)
     "script_share",  # share of the chunk's letters in the query language's script (a Korean page of commands: low)
     "symbol_share",  # share of the chunk's non-space characters that are ASCII symbols or digits (code, config)
-    "concept_share",  # share of the query's words the chunk holds in any script: as written or through an expansion
 )
 
 
@@ -68,13 +67,11 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
                        bm25_list: Mapping[str, float], dense_list: Mapping[str, float],
                        lengths: np.ndarray, centring: np.ndarray | None = None,
                        dense_best: float | None = None, script_share: np.ndarray | None = None,
-                       symbol_share: np.ndarray | None = None, concept_share: np.ndarray | None = None
-                       ) -> np.ndarray:
+                       symbol_share: np.ndarray | None = None) -> np.ndarray:
     """The (candidates × :data:`FEATURES`) matrix; NaN scores (a retriever that gave none) count as 0.
     ``dense_best``: the pool's best cosine when ``ids`` are part of the pool (default: the best of ``dense_raw``);
     ``script_share``, ``symbol_share``: the chunks' :func:`hanrag.language.script_share` in the query language's
-    script and :func:`hanrag.language.symbol_share` (:func:`text_shape`; default 0); ``concept_share``: the share of
-    the query's words each chunk holds in some script (:func:`query_concepts`; default 0)."""
+    script and :func:`hanrag.language.symbol_share` (:func:`text_shape`; default 0)."""
     raw = np.asarray(dense_raw, dtype=np.float64)
     best = dense_best if dense_best is not None else np.nanmax(raw) if np.isfinite(raw).any() else 0.0
     gap = np.nan_to_num(raw - best, nan=-1.0)
@@ -88,7 +85,6 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
         np.zeros(len(ids)) if centring is None else np.asarray(centring, dtype=np.float64),
         np.zeros(len(ids)) if script_share is None else np.asarray(script_share, dtype=np.float64),
         np.zeros(len(ids)) if symbol_share is None else np.asarray(symbol_share, dtype=np.float64),
-        np.zeros(len(ids)) if concept_share is None else np.asarray(concept_share, dtype=np.float64),
     ]
     return np.column_stack(cols).astype(np.float64)
 
@@ -100,36 +96,6 @@ def text_shape(texts: Sequence[str], lang: str) -> tuple[np.ndarray, np.ndarray]
     script = LANG_SCRIPT.get(lang, "latin")
     return (np.array([script_share(t, script) for t in texts], dtype=np.float64),
             np.array([symbol_share(t) for t in texts], dtype=np.float64))
-
-
-def expansion_source(via: str) -> str | None:
-    """The query word or term an expansion came from, as ``QueryPlan.expansion_via`` names it (``lexicon:배포``,
-    ``glossary:활성 프로브``, ``translation:invent (reading)``, ``link:오토베큠 (loanword)``); None for a Hanja
-    reading, which names none."""
-    kind, _, rest = via.partition(":")
-    if not rest:
-        return None
-    rest = rest.removesuffix(" (absent)").removesuffix(" (reading)")
-    return rest.rpartition(" (")[0] or rest if kind == "link" else rest
-
-
-def query_concepts(tokens: Sequence[str], expansion_via: Sequence[tuple[str, str]], weights: Mapping[str, float],
-                   tokenize: Callable[[str], Sequence[str]]) -> list[set[str]]:
-    """The query's words, each as the tokens that stand for it in any script: the word's own token and every
-    expansion whose source (:func:`expansion_source`, tokenized as the query is) holds that token. 배포 → {배포,
-    deploy, rollout}; a Korean question over English pages then covers its words through their English forms,
-    which its own BM25 share cannot say. An expansion whose source names no query token (a Hanja reading) joins
-    none."""
-    concepts = {t: {t} for t in dict.fromkeys(tokens) if t in weights}
-    by_source: dict[str, set[str]] = {}
-    for tok, via in expansion_via:
-        src = expansion_source(via)
-        if tok in weights and src is not None:
-            if src not in by_source:
-                by_source[src] = {t for t in tokenize(src) if t in concepts}
-            for t in by_source[src]:
-                concepts[t].add(tok)
-    return list(concepts.values())
 
 
 def keep_language_order(scores: np.ndarray, rule: np.ndarray, same: np.ndarray) -> np.ndarray:

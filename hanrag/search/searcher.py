@@ -30,7 +30,7 @@ from hanrag.search.evidence import Evidence
 from hanrag.search.fusion import Fused, candidate_count, fuse
 from hanrag.search.hits import make_hits
 from hanrag.search.plan import QueryPlanner, promote_absent_terms
-from hanrag.search.ranker import candidate_features, load_ranker, query_concepts, text_shape
+from hanrag.search.ranker import candidate_features, load_ranker, text_shape
 from hanrag.search.ranking import diversify, learned_ranking, rerank
 from hanrag.search.retrieve import Retriever
 from hanrag.search.widen import Widener
@@ -269,17 +269,13 @@ class Searcher:
         chunks = [cand.chunks[c] for c in ids]
         raw = np.asarray(fused.dense_raw, dtype=np.float64)
         script, symbols = text_shape([c.text for c in chunks], cand.plan.lang)
-        concepts = query_concepts(cand.plan.tokens, cand.plan.expansion_via, cand.weights,
-                                  lambda s: self.analyzer.tokenize(s, cand.plan.lang))
-        held = sum((self.backend.sparse_scores(dict.fromkeys(c, 1.0), ids) > 0).astype(np.float64)
-                   for c in concepts) / len(concepts) if concepts else np.zeros(len(ids))
         return candidate_features(
             ids, fused.fused[idx], fused.bm25_norm[idx], fused.dense_norm[idx], raw[idx], own_scores, exp_scores,
             self.query_ceiling(cand.plan, cand.weights), np.array([c.lang == cand.plan.lang for c in chunks]),
             cand.bm25, cand.dense, np.array([len(c.text) for c in chunks]),
             np.array([cand.centring(c) for c in ids]),
             dense_best=float(np.nanmax(raw)) if np.isfinite(raw).any() else 0.0, script_share=script,
-            symbol_share=symbols, concept_share=held)
+            symbol_share=symbols)
 
     # -- what the index says about a query (hanrag.search.evidence) ----------------------------------
     def lexical_evidence(self, plan: QueryPlan, weights: Mapping[str, float], bm25: Mapping[str, float],

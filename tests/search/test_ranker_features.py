@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hanrag.search.ranker import FEATURES, candidate_features, expansion_source, query_concepts, text_shape
+from hanrag.search.ranker import FEATURES, candidate_features, text_shape
 
 
 def test_features_of_a_small_pool() -> None:
@@ -15,8 +15,7 @@ def test_features_of_a_small_pool() -> None:
         own=np.array([4.0, 0.0, 0.0]), expansion=np.array([0.0, 2.0, 0.0]), ceiling=8.0,
         same_language=np.array([True, False, True]), bm25_list={"a": 5.0, "c": 1.0}, dense_list={"b": 0.85, "a": 0.8},
         lengths=np.array([512, 1024, 0]), centring=np.array([0.0, 0.02, 0.0]),
-        script_share=np.array([1.0, 0.2, 0.0]), symbol_share=np.array([0.05, 0.3, 0.0]),
-        concept_share=np.array([1.0, 0.5, 0.0]))
+        script_share=np.array([1.0, 0.2, 0.0]), symbol_share=np.array([0.05, 0.3, 0.0]))
     col = {f: x[:, i] for i, f in enumerate(FEATURES)}
     assert x.shape == (3, len(FEATURES)) and np.isfinite(x).all()  # a retriever's missing score is 0, never NaN
     assert col["bm25_norm"].tolist() == [1.0, 0.0, 0.0]
@@ -27,7 +26,6 @@ def test_features_of_a_small_pool() -> None:
     assert np.isclose(col["log_length"][0], 0.0) and col["log_length"][1] > 0 > col["log_length"][2]
     assert col["centring"].tolist() == [0.0, 0.02, 0.0]  # the other-language candidate's centred cosine
     assert col["script_share"].tolist() == [1.0, 0.2, 0.0] and col["symbol_share"].tolist() == [0.05, 0.3, 0.0]
-    assert col["concept_share"].tolist() == [1.0, 0.5, 0.0]
 
 
 def test_text_shape_tells_a_page_of_commands_from_prose() -> None:
@@ -39,16 +37,3 @@ def test_text_shape_tells_a_page_of_commands_from_prose() -> None:
     assert symbols[0] < 0.05 < 0.25 < symbols[1] and symbols[2] == 0.0
     en_script, _ = text_shape(["rollback a Deployment", "디플로이먼트 롤백"], "en")
     assert en_script.tolist() == [1.0, 0.0]  # an English query's script is Latin
-
-
-def test_query_concepts_gather_each_word_in_every_script() -> None:
-    """A query word and the expansions that name it as their source are one concept; a reading names none."""
-    vias = ("lexicon:배포 (absent)", "glossary:활성 프로브", "translation:invent (reading)", "link:오토베큠 (loanword)",
-            "reading")
-    assert [expansion_source(v) for v in vias] == ["배포", "활성 프로브", "invent", "오토베큠", None]
-    words = {"배포 롤백": ["배포", "롤백"], "배포": ["배포"], "롤백하는": ["롤백", "하다"], "오토베큠": ["오토베큠"]}
-    via = (("deploy", "lexicon:배포"), ("rollback", "lexicon:롤백하는"), ("autovacuum", "link:오토베큠 (loanword)"),
-           ("갑목", "reading"), ("unused", "lexicon:배포"))
-    weights = {t: 1.0 for t in ("배포", "롤백", "방법", "deploy", "rollback", "autovacuum", "갑목")}
-    concepts = query_concepts(["배포", "롤백", "방법", "배포"], via, weights, lambda s: words.get(s, [s]))
-    assert concepts == [{"배포", "deploy"}, {"롤백", "rollback"}, {"방법"}]  # 오토베큠 is no query word here
