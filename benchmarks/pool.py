@@ -4,7 +4,8 @@ In the MIXED index (every corpus in one collection, ``quality.py``) a query meet
 which answer it: a Korean question of ko2en_tech over English Kubernetes pages also finds the Korean Kubernetes
 pages of en2ko_tech. The original judgments count them wrong. This script runs the named rows over the named sets
 in MIXED and writes, per set, every passage in any row's top 10 that the set's judgments do not name —
-``eval/pooled/pool-<set>.jsonl`` (qid, query, doc as the run names it, the whole passage's text) — for a reader to judge
+``eval/pooled/pool-<set>.jsonl`` (qid, query, doc as the run names it, the whole passage's text; joined to the
+passages pooled before, which the file keeps) — for a reader to judge
 into ``eval/pooled/<set>.tsv`` (``qid  doc  grade  reason``; grade 0 = does not answer). ``quality.py --pooled``
 then reports MIXED with the original judgments and with the pooled ones.
 
@@ -55,7 +56,11 @@ def main() -> None:
         ap.error(f"not in the mixed index {name}: {', '.join(missing)}")
     POOL_DIR.mkdir(parents=True, exist_ok=True)
     for task in wanted:
-        pool: dict[tuple[str, str], dict] = {}
+        out = POOL_DIR / f"pool-{task.name}.jsonl"
+        # the file holds every passage pooled so far, by any script or row: judged work that a new pool joins
+        lines = out.read_text(encoding="utf-8").splitlines() if out.is_file() else []
+        pool: dict[tuple[str, str], dict] = {(e["qid"], e["doc"]): e for e in map(json.loads, lines)}
+        before = len(pool)
         qvecs = emb.encode_queries([q.text for q in task.queries])
         for label, (mode, c) in rows(cfg, args.rows).items():
             searcher = Searcher(index.backend, c, emb, index.analyzer, index.lexicon)
@@ -66,11 +71,13 @@ def main() -> None:
                     if doc not in judged:
                         entry = pool.setdefault((q.qid, doc), {"qid": q.qid, "query": q.text, "doc": doc,
                                                                "text": texts.get(hit.chunk.doc_id, ""), "rows": []})
-                        entry["rows"].append(label)
-        out = POOL_DIR / f"pool-{task.name}.jsonl"
-        out.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in pool.values()), encoding="utf-8")
-        print(f"{task.name}: {len(pool)} unjudged passages in the top {args.depth} of {', '.join(args.rows)} "
-              f"in {name} -> {out}", file=sys.stderr)
+                        if label not in entry.setdefault("rows", []):
+                            entry["rows"].append(label)
+        tmp = out.with_suffix(".jsonl.tmp")  # replaced whole or not at all
+        tmp.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in pool.values()), encoding="utf-8")
+        tmp.replace(out)
+        print(f"{task.name}: {len(pool) - before} new unjudged passages in the top {args.depth} of "
+              f"{', '.join(args.rows)} in {name} -> {out} ({len(pool)} in all)", file=sys.stderr)
 
 
 if __name__ == "__main__":
