@@ -18,6 +18,7 @@ Sets:
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 import sys
 import time
@@ -114,6 +115,25 @@ def measured_what() -> dict[str, object]:
 
     return {"commit": git("rev-parse", "HEAD"), "uncommitted_changes": bool(git("status", "--porcelain")),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def read_pool(set_name: str) -> dict[tuple[str, str], dict]:
+    """(qid, doc) -> entry of ``eval/pooled/pool-<set>.jsonl``: every passage pooled for judging so far, by any
+    script or row (empty when there is none)."""
+    path = POOL_DIR / f"pool-{set_name}.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    return {(e["qid"], e["doc"]): e for e in map(json.loads, lines)}
+
+
+def write_pool(set_name: str, pool: dict[tuple[str, str], dict]) -> Path:
+    """Replace ``eval/pooled/pool-<set>.jsonl`` with ``pool`` whole or not at all (it holds judged work: a pool
+    joins the passages pooled before, :func:`read_pool`, and never drops them)."""
+    POOL_DIR.mkdir(parents=True, exist_ok=True)
+    path = POOL_DIR / f"pool-{set_name}.jsonl"
+    tmp = path.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in pool.values()), encoding="utf-8")
+    tmp.replace(path)
+    return path
 
 
 def pooled_judgments(set_name: str) -> dict[str, dict[str, int]]:

@@ -19,10 +19,9 @@ then reports MIXED with the original judgments and with the pooled ones.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from evalsets import INDEX_ROOT, MIXED_SETS, POOL_DIR, available, build, caching_embedder, load, tasks
+from evalsets import INDEX_ROOT, MIXED_SETS, available, build, caching_embedder, load, read_pool, tasks, write_pool
 from quality import rows
 
 from hanrag.api import Index
@@ -54,12 +53,8 @@ def main() -> None:
     wanted = [t for t in tasks(mixed) if t.name in args.sets]
     if missing := sorted(set(args.sets) - {t.name for t in wanted}):
         ap.error(f"not in the mixed index {name}: {', '.join(missing)}")
-    POOL_DIR.mkdir(parents=True, exist_ok=True)
     for task in wanted:
-        out = POOL_DIR / f"pool-{task.name}.jsonl"
-        # the file holds every passage pooled so far, by any script or row: judged work that a new pool joins
-        lines = out.read_text(encoding="utf-8").splitlines() if out.is_file() else []
-        pool: dict[tuple[str, str], dict] = {(e["qid"], e["doc"]): e for e in map(json.loads, lines)}
+        pool = read_pool(task.name)  # every passage pooled so far: judged work that this pool joins
         before = len(pool)
         qvecs = emb.encode_queries([q.text for q in task.queries])
         for label, (mode, c) in rows(cfg, args.rows).items():
@@ -73,9 +68,7 @@ def main() -> None:
                                                                "text": texts.get(hit.chunk.doc_id, ""), "rows": []})
                         if label not in entry.setdefault("rows", []):
                             entry["rows"].append(label)
-        tmp = out.with_suffix(".jsonl.tmp")  # replaced whole or not at all
-        tmp.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in pool.values()), encoding="utf-8")
-        tmp.replace(out)
+        out = write_pool(task.name, pool)
         print(f"{task.name}: {len(pool) - before} new unjudged passages in the top {args.depth} of "
               f"{', '.join(args.rows)} in {name} -> {out} ({len(pool)} in all)", file=sys.stderr)
 

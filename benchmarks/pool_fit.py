@@ -19,11 +19,10 @@ depth, so the comparison is then made on judgments complete for either.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from evalsets import MIXED_SETS, POOL_DIR, TUNE_SETS, available, load
+from evalsets import MIXED_SETS, TUNE_SETS, available, load, read_pool, write_pool
 from fit import choose
 from fit_ranker import (
     _head,
@@ -64,7 +63,6 @@ def main() -> None:
     base = {r["set"]: r["set"].removeprefix("MIXED:") for r in records}
     wanted = [g for g in (args.sets or TUNE_SETS) if g in set(base.values())]
     owner = owners(available([*MIXED_SETS, *sorted(set(base.values()))]))
-    POOL_DIR.mkdir(parents=True, exist_ok=True)
     for g in wanted:
         es = load(g)
         own = {d.doc_id for d in es.docs}
@@ -73,9 +71,7 @@ def main() -> None:
         alphas = choose(train, cells)
         train, test = with_rule(train, alphas), with_rule([r for r in records if base[r["set"]] == g], alphas)
         model = train_lambdarank([_head(r) for r in train], residual=True)
-        path = POOL_DIR / f"pool-{g}.jsonl"
-        lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-        pool = {(e["qid"], e["doc"]): e for e in map(json.loads, lines)}
+        pool = read_pool(g)
         before = len(pool)
         for r in test:
             where = "MIXED-FIT" if r["set"].startswith("MIXED:") else "alone"
@@ -91,9 +87,7 @@ def main() -> None:
                                                               "doc": name, "text": owner[doc][1], "rows": []})
                     if (row := f"fit {where}: {label}") not in entry["rows"]:
                         entry["rows"].append(row)
-        tmp = path.with_suffix(".jsonl.tmp")  # the pool holds judged work: replaced whole or not at all
-        tmp.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in pool.values()), encoding="utf-8")
-        tmp.replace(path)
+        path = write_pool(g, pool)
         print(f"{g}: {len(pool) - before} new unjudged passages in the top {DEPTH} of the rule table and the "
               f"learned ranker (held out, alone and in MIXED-FIT) -> {path} ({len(pool)} in all)", file=sys.stderr)
 

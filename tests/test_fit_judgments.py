@@ -48,3 +48,17 @@ def test_records_are_judged_again_with_the_judgments_in_force(tuning_set, monkey
     assert out[2]["rel"] == {"doc-2": 2, "doc-9": 2}
     with pytest.raises(SystemExit, match="records without qids"):
         fit_ranker.rejudged([{"set": "tune_x", "rel": {}, "docs": docs, "grade": np.zeros(4, np.int8)}])
+
+
+def test_a_pool_file_is_replaced_whole_and_keeps_what_was_pooled(tmp_path, monkeypatch) -> None:
+    """benchmarks/pool.py and pool_fit.py join a new pool to the passages pooled before (judged work)."""
+    monkeypatch.setattr(evalsets, "POOL_DIR", tmp_path / "pooled")
+    assert evalsets.read_pool("tune_x") == {}
+    first = {("q1", "doc-1"): {"qid": "q1", "query": "첫 질문", "doc": "doc-1", "text": "본문", "rows": ["bm25"]}}
+    path = evalsets.write_pool("tune_x", first)
+    pool = evalsets.read_pool("tune_x")
+    assert pool == first and path.read_text(encoding="utf-8").count("\n") == 1
+    pool[("q2", "doc-2")] = {"qid": "q2", "query": "second", "doc": "doc-2", "text": "t", "rows": ["dense"]}
+    evalsets.write_pool("tune_x", pool)
+    assert list(evalsets.read_pool("tune_x")) == [("q1", "doc-1"), ("q2", "doc-2")]
+    assert [p.name for p in path.parent.iterdir()] == ["pool-tune_x.jsonl"]  # no temporary file left
