@@ -175,13 +175,16 @@ def main() -> None:
         rows["rule table"][g] = float(np.mean([ndcg(r, r["fused"]) for r in test]))
         heads = [_head(r) for r in train]
         w = fit_ranker(heads)
-        rows["linear"][g] = float(np.mean([ndcg(r, reordered(r, _head(r)["X"] @ w)) for r in test]))
+        test_heads = [_head(r) for r in test]
+        rows["linear"][g] = float(np.mean([ndcg(r, reordered(r, h["X"] @ w))
+                                           for r, h in zip(test, test_heads, strict=True)]))
         for name, residual in (("lambdarank", False), ("lambdarank-residual", True)):
             model = train_lambdarank(heads, residual)
-            rows[name][g] = float(np.mean([ndcg(r, reordered(r, score_model(model, _head(r), residual)))
-                                           for r in test]))
-        rows[KEPT][g] = float(np.mean([ndcg(r, reordered(r, language_order_kept(_head(r), score_model(
-            model, _head(r), True)))) for r in test]))
+            scores = [score_model(model, h, residual) for h in test_heads]
+            rows[name][g] = float(np.mean([ndcg(r, reordered(r, s)) for r, s in zip(test, scores, strict=True)]))
+        # the residual trees' scores (the last pass) as a search uses them
+        rows[KEPT][g] = float(np.mean([ndcg(r, reordered(r, language_order_kept(h, s)))
+                                       for r, h, s in zip(test, test_heads, scores, strict=True)]))
         print(f"held out {g:<24} " + "  ".join(f"{k} {v[g]:.3f}" for k, v in rows.items())
               + f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
     means = {k: float(np.mean(list(v.values()))) for k, v in rows.items()}

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from hanrag.cli import app
 from hanrag.config import Config
-from hanrag.eval import cached_tokens, eval_chunks, judged_task, load_eval_set
+from hanrag.eval import ablation_configs, cached_tokens, eval_chunks, judged_task, load_eval_set
 from hanrag.eval_report import chart_figure, chart_series
 from hanrag.text import get_analyzer
 
@@ -103,3 +103,16 @@ def test_query_metrics_are_ranx_metrics() -> None:
     ranx = evaluate_run(qrels, run, ("ndcg@10", "mrr@10"))
     assert abs(sum(n for n, _ in ours) / len(ours) - ranx["ndcg@10"]) < 1e-9
     assert abs(sum(r for _, r in ours) / len(ours) - ranx["mrr@10"]) < 1e-9
+
+
+def test_ablation_rows_say_which_run_the_learned_ranker() -> None:
+    """The default runs the bundled trees; `rule table` is the default without them; a row that changes the fusion
+    runs without them (they were trained on the default fusion's score); a channel ablation keeps them."""
+    rows = ablation_configs(Config())
+    ranker = {name: cfg.search.ranker for name, (_, cfg) in rows.items()}
+    assert ranker["hanrag default"] == ranker["learned ranker"] == "lambdamart" and ranker["rule table"] == ""
+    for name in ("minmax", "zscore", "rrf k=60", "ceiling", "calibrated", "calibrated, corpus background",
+                 "reference preset"):
+        assert ranker[name] == "", name
+    assert ranker["no glossary"] == ranker["no corpus links"] == "lambdamart"
+    assert rows["rule table"][1].search.fusion == rows["hanrag default"][1].search.fusion
