@@ -6,6 +6,7 @@ with :func:`detect_lang`, the query planner reads :func:`hanja_ratio`.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -82,6 +83,27 @@ def symbol_share(text: str) -> float:
     of any script, a third or more in code, commands and configuration."""
     non_space = len(text) - _run_length(_SPACE_RE, text)
     return _run_length(_SYMBOL_RE, text) / non_space if non_space else 0.0
+
+
+# the character classes of :func:`bmp_classes`, one bit each
+CLASS_LETTER, CLASS_SYMBOL, CLASS_SPACE = 1, 2, 4
+CLASS_SCRIPT = {"hangul": 8, "cjk": 16, "latin": 32}
+
+
+@functools.cache
+def bmp_classes() -> bytes:
+    """For every Basic Multilingual Plane code point, a byte of the class bits above, each set exactly where the
+    regex :func:`script_share` or :func:`symbol_share` counts with matches it: a table lookup per character then
+    gives both shares for many texts at once (:func:`hanrag.search.ranker.text_shape`). Surrogates: no class."""
+    plane = "".join(chr(c) if not 0xD800 <= c < 0xE000 else "\0" for c in range(0x10000))
+    table = 0  # the bytes as one integer: a class's runs are set by slices, the classes joined by one OR
+    for bit, pattern in ((CLASS_LETTER, _LETTER_RE), (CLASS_SYMBOL, _SYMBOL_RE), (CLASS_SPACE, _SPACE_RE),
+                         *((CLASS_SCRIPT[name], _SCRIPT_RE[name]) for name in CLASS_SCRIPT)):
+        marks = bytearray(0x10000)
+        for m in pattern.finditer(plane):
+            marks[m.start():m.end()] = bytes((bit,)) * (m.end() - m.start())
+        table |= int.from_bytes(marks, "big")
+    return table.to_bytes(0x10000, "big")
 
 
 def detect_lang(text: str, default: Lang | None = None, window: int = DETECT_WINDOW,

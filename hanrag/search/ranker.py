@@ -26,7 +26,16 @@ from pathlib import Path
 import numpy as np
 
 from hanrag.bundled import RANKER_DIR
-from hanrag.language import LANG_SCRIPT, script_share, symbol_share
+from hanrag.language import (
+    CLASS_LETTER,
+    CLASS_SCRIPT,
+    CLASS_SPACE,
+    CLASS_SYMBOL,
+    LANG_SCRIPT,
+    bmp_classes,
+    script_share,
+    symbol_share,
+)
 
 FEATURES = (
     "rule_fused",  # the rule table's fused score: the model corrects the table rather than replacing it
@@ -94,12 +103,35 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
 
 
 def text_shape(texts: Sequence[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
-    """Each text's share of letters in ``lang``'s script and its share of ASCII symbols: what a passage is made of,
-    which BM25 and the cosine do not say (a Korean cheat sheet of kubectl commands is Korean by its tag, English
-    and symbols by its letters)."""
+    """Each text's share of letters in ``lang``'s script (:func:`hanrag.language.script_share`) and its share of
+    ASCII symbols (:func:`hanrag.language.symbol_share`): what a passage is made of, which BM25 and the cosine do not
+    say (a Korean cheat sheet of kubectl commands is Korean by its tag, English and symbols by its letters).
+
+    One table lookup per character over all the texts at once (the same counts as the regexes, a fraction of
+    their time on the search path); a text beyond the Basic Multilingual Plane is counted by the regexes."""
     script = LANG_SCRIPT.get(lang, "latin")
-    return (np.array([script_share(t, script) for t in texts], dtype=np.float64),
-            np.array([symbol_share(t) for t in texts], dtype=np.float64))
+    n = len(texts)
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    points = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    ends = np.cumsum([len(t) for t in texts])
+    starts = ends - np.array([len(t) for t in texts])
+    wide = points >= 0x10000
+    classes = np.frombuffer(bmp_classes(), dtype=np.uint8)[np.where(wide, 0, points)]
+
+    def count(bit: int) -> np.ndarray:
+        run = np.concatenate(([0], np.cumsum((classes & bit) != 0)))
+        return (run[ends] - run[starts]).astype(np.float64)
+
+    letters, own, symbols = count(CLASS_LETTER), count(CLASS_SCRIPT[script]), count(CLASS_SYMBOL)
+    non_space = (ends - starts) - count(CLASS_SPACE)
+    scripts = np.divide(own, letters, out=np.zeros(n), where=letters > 0).clip(max=1.0)
+    shares = np.divide(symbols, non_space, out=np.zeros(n), where=non_space > 0)
+    if wide.any():
+        run = np.concatenate(([0], np.cumsum(wide)))
+        for i in np.flatnonzero(run[ends] > run[starts]):
+            scripts[i], shares[i] = script_share(texts[i], script), symbol_share(texts[i])
+    return scripts, shares
 
 
 def keep_language_order(scores: np.ndarray, rule: np.ndarray, same: np.ndarray) -> np.ndarray:
