@@ -18,9 +18,6 @@ from hanrag.records import Chunk, QueryPlan
 # a language shapes the query's language axes only with this many chunks: the mean of fewer is more one page's topic
 # than the language's place in the encoder's space
 AXIS_MIN_CHUNKS = 50
-# heading paths whose tokens are kept between searches; the cache is emptied whole when it fills (a document's chunks
-# share one path, so a search meets few new ones)
-HEADING_CACHE = 65536
 
 
 def language_axes(means: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -48,11 +45,6 @@ def neutral_query(qvec: np.ndarray, axes: np.ndarray) -> np.ndarray:
     return (out / norm).astype(np.asarray(qvec).dtype) if norm > 1e-6 else np.asarray(qvec)
 
 
-def heading_path(chunk: Chunk) -> str:
-    """The chunk's title and headings as one line, each once (a title often repeats as the first heading)."""
-    return " \n".join(dict.fromkeys(h.strip() for h in (chunk.title, *chunk.headings) if h.strip()))
-
-
 class Evidence:
     """The index-side measures of a query over one backend (the analyzer tokenises a plan's terms)."""
 
@@ -63,7 +55,6 @@ class Evidence:
         self._lang_means: dict[str, np.ndarray] = {}
         self._lang_counts: dict[str, int] = {}
         self._axes: np.ndarray | None = None
-        self._heading_tokens: dict[str, frozenset[str]] = {}
 
     def term_tokens(self, term: str, plan: QueryPlan) -> list[str]:
         return [t for t in self.analyzer.analyze(term, plan.lang).tokens if t in plan.tokens] or [term]
@@ -115,35 +106,6 @@ class Evidence:
                 best[word] = max(best.get(word, 0.0), self.backend.sparse_ceiling({tok: weights[tok]}))
         ceiling = max(self.query_ceiling(plan, weights), sum(best.values()))
         return float(max(bm25.values()) / ceiling) if ceiling > 0 else 0.0
-
-    def heading_share(self, weights: Mapping[str, float], chunks: Sequence[Chunk], ceiling: float) -> np.ndarray:
-        """Per chunk, the part of the weighted query (own tokens and expansions, any script) that its title and
-        heading path hold, as BM25 ceilings over ``ceiling`` (:meth:`query_ceiling`): what the page and section are
-        about, which neither BM25 (chunk text only) nor the cosine reads. A Korean question's 딕셔너리 → dictionary
-        meets an English section headed "Dictionaries" whose paragraph never names it."""
-        out = np.zeros(len(chunks), dtype=np.float64)
-        if ceiling <= 0 or not weights:
-            return out
-        held = self.heading_tokens(chunks)
-        if not any(held):
-            return out
-        worth = {t: self.backend.sparse_ceiling({t: w}) for t, w in weights.items() if any(t in h for h in held)}
-        for i, tokens in enumerate(held):
-            out[i] = sum(v for t, v in worth.items() if t in tokens) / ceiling
-        return out
-
-    def heading_tokens(self, chunks: Sequence[Chunk]) -> list[frozenset[str]]:
-        """The index tokens of each chunk's title and heading path (analysed once per path, then cached)."""
-        keys = [heading_path(c) for c in chunks]
-        cache = self._heading_tokens
-        new = {k: c.lang for k, c in zip(keys, chunks, strict=True) if k and k not in cache}
-        if new:
-            if len(cache) + len(new) > HEADING_CACHE:
-                cache.clear()
-            texts = list(new)
-            for text, toks in zip(texts, self.analyzer.tokenize_many(texts, [new[t] for t in texts]), strict=True):
-                cache[text] = frozenset(toks)
-        return [cache.get(k, frozenset()) if k else frozenset() for k in keys]
 
     def _read_means(self) -> np.ndarray:
         """The manifest's mean vectors and per-language chunk counts, read once (a searcher serves one snapshot: a

@@ -51,7 +51,6 @@ FEATURES = (
     "centring",  # what the cross-lingual centring added to the cosine (its language's offset times its script weight)
     "script_share",  # share of the chunk's letters in the query language's script (a Korean page of commands: low)
     "symbol_share",  # share of the chunk's non-space characters that are ASCII symbols or digits (code, config)
-    "heading_share",  # the query's ceiling held by the chunk's title and heading path, any script (Evidence)
 )
 
 
@@ -77,13 +76,11 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
                        bm25_list: Mapping[str, float], dense_list: Mapping[str, float],
                        lengths: np.ndarray, centring: np.ndarray | None = None,
                        dense_best: float | None = None, script_share: np.ndarray | None = None,
-                       symbol_share: np.ndarray | None = None, heading_share: np.ndarray | None = None
-                       ) -> np.ndarray:
+                       symbol_share: np.ndarray | None = None) -> np.ndarray:
     """The (candidates × :data:`FEATURES`) matrix; NaN scores (a retriever that gave none) count as 0.
     ``dense_best``: the pool's best cosine when ``ids`` are part of the pool (default: the best of ``dense_raw``);
     ``script_share``, ``symbol_share``: the chunks' :func:`hanrag.language.script_share` in the query language's
-    script and :func:`hanrag.language.symbol_share` (:func:`text_shape`; default 0); ``heading_share``:
-    :meth:`hanrag.search.evidence.Evidence.heading_share` (default 0)."""
+    script and :func:`hanrag.language.symbol_share` (:func:`text_shape`; default 0)."""
     raw = np.asarray(dense_raw, dtype=np.float64)
     best = dense_best if dense_best is not None else np.nanmax(raw) if np.isfinite(raw).any() else 0.0
     gap = np.nan_to_num(raw - best, nan=-1.0)
@@ -97,7 +94,6 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
         np.zeros(len(ids)) if centring is None else np.asarray(centring, dtype=np.float64),
         np.zeros(len(ids)) if script_share is None else np.asarray(script_share, dtype=np.float64),
         np.zeros(len(ids)) if symbol_share is None else np.asarray(symbol_share, dtype=np.float64),
-        np.zeros(len(ids)) if heading_share is None else np.asarray(heading_share, dtype=np.float64),
     ]
     return np.column_stack(cols).astype(np.float64)
 

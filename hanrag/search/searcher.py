@@ -269,14 +269,13 @@ class Searcher:
         chunks = [cand.chunks[c] for c in ids]
         raw = np.asarray(fused.dense_raw, dtype=np.float64)
         script, symbols = text_shape([c.text for c in chunks], cand.plan.lang)
-        ceiling = self.query_ceiling(cand.plan, cand.weights)
         return candidate_features(
             ids, fused.fused[idx], fused.bm25_norm[idx], fused.dense_norm[idx], raw[idx], own_scores, exp_scores,
-            ceiling, np.array([c.lang == cand.plan.lang for c in chunks]),
+            self.query_ceiling(cand.plan, cand.weights), np.array([c.lang == cand.plan.lang for c in chunks]),
             cand.bm25, cand.dense, np.array([len(c.text) for c in chunks]),
             np.array([cand.centring(c) for c in ids]),
             dense_best=float(np.nanmax(raw)) if np.isfinite(raw).any() else 0.0, script_share=script,
-            symbol_share=symbols, heading_share=self.evidence.heading_share(cand.weights, chunks, ceiling))
+            symbol_share=symbols)
 
     # -- what the index says about a query (hanrag.search.evidence) ----------------------------------
     def lexical_evidence(self, plan: QueryPlan, weights: Mapping[str, float], bm25: Mapping[str, float],

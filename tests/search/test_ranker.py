@@ -190,26 +190,3 @@ def test_a_search_that_explains_nothing_ranks_the_same(parts) -> None:
         assert [h.chunk.chunk_id for h in plain.hits] == [h.chunk.chunk_id for h in explained.hits]
         assert [h.score for h in plain.hits] == pytest.approx([h.score for h in explained.hits], abs=1e-12)
         assert plain.plan == explained.plan and plain.plan.ranker == "bundled:lambdamart"
-
-
-def test_a_title_and_heading_path_hold_part_of_the_query(parts) -> None:
-    """``heading_share``: the query's weight held by a chunk's title and headings, in any script (the Korean
-    question's expansions meet an English title), zero for a chunk whose path names none of it."""
-    chunks, tokens, vectors, analyzer, embedder = parts
-    titled = [Chunk(chunk_id=c.chunk_id, doc_id=c.doc_id, text=c.text, start=0, end=c.end, source=c.source,
-                    path=c.path, lang=c.lang, title=title, headings=heads)
-              for c, (title, heads) in zip(chunks, [("Deployments", ("Rolling back a deployment",)),
-                                                     ("Deployments", ("Pausing",)), ("Scaling", ()),
-                                                     ("배포", ("롤백",)), ("", ()), ("十干", ())], strict=True)]
-    cfg = Config()
-    cfg.search.ranker = ""
-    s = Searcher(MemoryBackend(titled, tokens, vectors), cfg, embedder=embedder, analyzer=analyzer)
-    cand, fused = s.fused_candidates("roll back a deployment", 10, "hybrid")
-    col = FEATURES.index("heading_share")
-    share = dict(zip(cand.ids, s.ranking_features(cand, fused)[:, col], strict=True))
-    assert share["en/a"] > share["en/b"] > 0.0  # both titled Deployments; only en/a's heading says roll back
-    assert share.get("en/c", 0.0) == 0.0 and share.get("ko/b", 0.0) == 0.0
-    ceiling = s.query_ceiling(cand.plan, cand.weights)
-    assert share["en/a"] == pytest.approx(s.backend.sparse_ceiling(
-        {t: w for t, w in cand.weights.items() if t in set(analyzer.tokenize("Deployments \nRolling back a deployment",
-                                                                              "en"))}) / ceiling)

@@ -16,8 +16,7 @@ def test_features_of_a_small_pool() -> None:
         own=np.array([4.0, 0.0, 0.0]), expansion=np.array([0.0, 2.0, 0.0]), ceiling=8.0,
         same_language=np.array([True, False, True]), bm25_list={"a": 5.0, "c": 1.0}, dense_list={"b": 0.85, "a": 0.8},
         lengths=np.array([512, 1024, 0]), centring=np.array([0.0, 0.02, 0.0]),
-        script_share=np.array([1.0, 0.2, 0.0]), symbol_share=np.array([0.05, 0.3, 0.0]),
-        heading_share=np.array([0.0, 0.5, 0.0]))
+        script_share=np.array([1.0, 0.2, 0.0]), symbol_share=np.array([0.05, 0.3, 0.0]))
     col = {f: x[:, i] for i, f in enumerate(FEATURES)}
     assert x.shape == (3, len(FEATURES)) and np.isfinite(x).all()  # a retriever's missing score is 0, never NaN
     assert col["bm25_norm"].tolist() == [1.0, 0.0, 0.0]
@@ -28,7 +27,6 @@ def test_features_of_a_small_pool() -> None:
     assert np.isclose(col["log_length"][0], 0.0) and col["log_length"][1] > 0 > col["log_length"][2]
     assert col["centring"].tolist() == [0.0, 0.02, 0.0]  # the other-language candidate's centred cosine
     assert col["script_share"].tolist() == [1.0, 0.2, 0.0] and col["symbol_share"].tolist() == [0.05, 0.3, 0.0]
-    assert col["heading_share"].tolist() == [0.0, 0.5, 0.0]
 
 
 def test_text_shape_tells_a_page_of_commands_from_prose() -> None:
