@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import operator
 import reprlib
 import typing
@@ -98,14 +99,20 @@ class _Record:
     @classmethod
     def from_dict(cls, data: dict[str, Any]):
         kwargs: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-            if f.name not in data:
+        for name in _field_names(cls):
+            if name not in data:
                 continue
-            value = data[f.name]
+            value = data[name]
             if isinstance(value, list):
                 value = tuple(value)
-            kwargs[f.name] = value
+            kwargs[name] = value
         return cls(**kwargs)
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    # a snapshot decodes hundreds of records per search; dataclasses.fields rebuilds its tuple on every call
+    return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ arrays are read-only views, so no stage can change a record another stage (or a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -91,3 +91,10 @@ class Candidates:
         """What the cross-lingual centring adds to candidate ``cid``'s cosine before fusion: minus its language's
         offset, times its script weight (``search.xling_centring_by_script``)."""
         return -self.offsets.get(self.chunks[cid].lang, 0.0) * self.offset_weights.get(cid, 1.0)
+
+    def centrings(self, ids: Sequence[str]) -> np.ndarray:
+        """:meth:`centring` of each of ``ids`` (zeros when no centring ran)."""
+        if not self.offsets:
+            return np.zeros(len(ids))
+        offsets, weights, chunks = self.offsets, self.offset_weights, self.chunks
+        return np.array([-offsets.get(chunks[c].lang, 0.0) * weights.get(c, 1.0) for c in ids], dtype=np.float64)

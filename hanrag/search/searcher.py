@@ -228,7 +228,7 @@ class Searcher:
         mode = cand.plan.mode
         b_arr, d_arr = self._scores(cand, mode)
         if cand.offsets:
-            d_arr = d_arr + np.array([cand.centring(c) for c in cand.ids])
+            d_arr = d_arr + cand.centrings(cand.ids)
         if cand.bm25_scales:
             b_arr = b_arr * np.array([cand.bm25_scales.get(cand.chunks[c].lang, 1.0) for c in cand.ids])
         if mode == "hybrid":
@@ -273,7 +273,7 @@ class Searcher:
             ids, fused.fused[idx], fused.bm25_norm[idx], fused.dense_norm[idx], raw[idx], own_scores, exp_scores,
             self.query_ceiling(cand.plan, cand.weights), np.array([c.lang == cand.plan.lang for c in chunks]),
             cand.bm25, cand.dense, np.array([len(c.text) for c in chunks]),
-            np.array([cand.centring(c) for c in ids]),
+            cand.centrings(ids),
             dense_best=float(np.nanmax(raw)) if np.isfinite(raw).any() else 0.0, script_share=script,
             symbol_share=symbols)
 
