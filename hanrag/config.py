@@ -147,6 +147,9 @@ class Bm25Config:
     method: Bm25Method = "lucene"
     k1: Annotated[float, Interval(ge=0, le=10)] = 1.5
     b: Unit = 0.75
+    # index each chunk's title and heading path with its text ("Deployments › Rolling back" before a paragraph that
+    # never names either): a section's words are evidence about every chunk under it
+    headings: bool = False
 
 
 @dataclass

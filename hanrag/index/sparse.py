@@ -24,8 +24,24 @@ import numpy as np
 
 from hanrag.config import Bm25Config
 from hanrag.fsutil import atomic_save_npy, atomic_write_json, load_npy
+from hanrag.records import Chunk
 
 METHODS = ("lucene", "robertson", "atire")
+
+
+def bm25_text(chunk: Chunk, headings: bool) -> str:
+    """What BM25 indexes of a chunk: its text, after its title and heading path (each once) with ``headings``
+    (``bm25.headings``). The build, a push to Milvus and a hit's explanation read the same text."""
+    if not headings:
+        return chunk.text
+    path = dict.fromkeys(h.strip() for h in (chunk.title, *chunk.headings) if h.strip())
+    return "\n".join([*path, chunk.text]) if path else chunk.text
+
+
+def indexed_headings(manifest: Mapping | None) -> bool:
+    """Whether the index of this manifest was built with ``bm25.headings`` (an index built before it: no)."""
+    bm25 = ((manifest or {}).get("config") or {}).get("bm25") or {}
+    return bool(bm25.get("headings", False))
 FORMAT_VERSION = 1
 _ARRAYS = ("data", "indices", "indptr", "doc_lens")
 # top_k prunes (MaxScore) only when the query's columns hold more entries than this: below it scoring them

@@ -27,7 +27,7 @@ from hanrag.index.dense import ANN_FILE, build_ann
 from hanrag.index.glossary import mine_glossary
 from hanrag.index.links import sound_keys
 from hanrag.index.snapshot import write_chunk_records
-from hanrag.index.sparse import SparseBuilder
+from hanrag.index.sparse import SparseBuilder, bm25_text
 from hanrag.pipeline import vectors
 from hanrag.pipeline.report import (
     BuildReport,
@@ -55,7 +55,8 @@ def tokenize_chunks(
     ident = analyzer.identity()
     cache = TokenCache(cache_root, identity_key(ident))
     builder = SparseBuilder()
-    for part in iter_tokens(cache, analyzer, [c.text for c in chunks], [c.lang for c in chunks]):
+    texts = [bm25_text(c, cfg.bm25.headings) for c in chunks]
+    for part in iter_tokens(cache, analyzer, texts, [c.lang for c in chunks]):
         builder.add(part)
     return builder, ident
 

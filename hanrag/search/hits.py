@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from hanrag.backends.base import IndexBackend
+from hanrag.index.sparse import bm25_text, indexed_headings
 from hanrag.records import Chunk, Explanation, Hit, QueryPlan
 from hanrag.search.candidates import Candidates
 from hanrag.search.fusion import Fused
@@ -20,6 +21,7 @@ def make_hits(backend: IndexBackend, analyzer, cand: Candidates, fused: Fused, r
     explanations (``analyzer`` finds the query tokens each chunk matched)."""
     top = ranking.order[:top_k]
     dups = backend.duplicates_of([cand.ids[i] for i in top])
+    headings = indexed_headings(backend.manifest()) if explain else False
     hits = []
     for rank, i in enumerate(top, 1):
         cid = cand.ids[i]
@@ -30,19 +32,21 @@ def make_hits(backend: IndexBackend, analyzer, cand: Candidates, fused: Fused, r
             exp = explanation(analyzer, ranking.plan, cand.weights, fused, i, chunk, ranking.pre_score(rank - 1),
                               ranking.rerank_raw.get(i), ranking.penalty(rank - 1), score,
                               cid in cand.bm25, cid in cand.dense, round(cand.centring(cid), 6) + 0.0,  # never -0.0
-                              ranking.learned.get(i, ()))
+                              ranking.learned.get(i, ()), headings)
         hits.append(Hit(chunk, float(score), rank, tuple(dups.get(cid, ())), exp))
     return hits
 
 
 def explanation(analyzer, plan: QueryPlan, weights: Mapping[str, float], fused: Fused, i: int, chunk: Chunk,
                 pre: float, rerank: float | None, penalty: float, final: float, by_bm25: bool,
-                by_dense: bool, centring: float = 0.0, learned: tuple[tuple[str, float], ...] = ()) -> Explanation:
-    """Every number behind candidate ``i``'s final score, and which query tokens its chunk matched and how."""
+                by_dense: bool, centring: float = 0.0, learned: tuple[tuple[str, float], ...] = (),
+                headings: bool = False) -> Explanation:
+    """Every number behind candidate ``i``'s final score, and which query tokens its chunk matched and how
+    (``headings``: the index holds its title and heading path too, :func:`hanrag.index.sparse.bm25_text`)."""
     def num(x: float) -> float | None:
         return None if np.isnan(x) else float(x)
 
-    analysis = analyzer.analyze(chunk.text, chunk.lang)
+    analysis = analyzer.analyze(bm25_text(chunk, headings), chunk.lang)
     written = set(analysis.tokens)
     tokens = written | set(analysis.readings)
     exp_tokens = {t for t, _ in plan.expansions}

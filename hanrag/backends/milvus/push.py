@@ -22,6 +22,7 @@ from hanrag.config import Config
 from hanrag.embed import identity_key
 from hanrag.index.cache import CACHE_DIR, TokenCache, text_hash
 from hanrag.index.snapshot import Snapshot, open_snapshot
+from hanrag.index.sparse import bm25_text, indexed_headings
 from hanrag.records import Chunk
 from hanrag.text import get_analyzer
 
@@ -115,7 +116,9 @@ def snapshot_tokens(cfg: Config, index_dir: str | Path, snap: Snapshot, analyzer
     """
     ident = snap.manifest.get("analyzer") or {}
     cache = TokenCache(Path(index_dir) / CACHE_DIR, identity_key(ident)) if ident else None
-    keys = [f"{c.lang}:{text_hash(c.text)}" for c in snap.chunks]
+    headings = indexed_headings(snap.manifest)  # as it was built
+    texts = [bm25_text(c, headings) for c in snap.chunks]
+    keys = [f"{c.lang}:{text_hash(t)}" for c, t in zip(snap.chunks, texts, strict=True)]
     tokens: list[list[str] | None] = [cache.get(k) if cache else None for k in keys]
     missing = [i for i, t in enumerate(tokens) if t is None]
     if missing:
@@ -126,7 +129,7 @@ def snapshot_tokens(cfg: Config, index_dir: str | Path, snap: Snapshot, analyzer
                 "(text/lexicon settings or library versions); push with the index's config or rebuild the index"
             )
         for i in missing:
-            tokens[i] = list(analyzer.tokenize(snap.chunks[i].text, snap.chunks[i].lang))
+            tokens[i] = list(analyzer.tokenize(texts[i], snap.chunks[i].lang))
     doc_lens = np.asarray(snap.sparse.doc_lens)
     for i, t in enumerate(tokens):
         if len(t or ()) != int(doc_lens[i]):
