@@ -42,6 +42,8 @@ def indexed_headings(manifest: Mapping | None) -> bool:
     """Whether the index of this manifest was built with ``bm25.headings`` (an index built before it: no)."""
     bm25 = ((manifest or {}).get("config") or {}).get("bm25") or {}
     return bool(bm25.get("headings", False))
+
+
 FORMAT_VERSION = 1
 _ARRAYS = ("data", "indices", "indptr", "doc_lens")
 # top_k prunes (MaxScore) only when the query's columns hold more entries than this: below it scoring them

@@ -90,7 +90,7 @@ class Candidates:
     def centring(self, cid: str) -> float:
         """What the cross-lingual centring adds to candidate ``cid``'s cosine before fusion: minus its language's
         offset, times its script weight (``search.xling_centring_by_script``)."""
-        return -self.offsets.get(self.chunks[cid].lang, 0.0) * self.offset_weights.get(cid, 1.0)
+        return float(self.centrings((cid,))[0])
 
     def centrings(self, ids: Sequence[str]) -> np.ndarray:
         """:meth:`centring` of each of ``ids`` (zeros when no centring ran)."""
