@@ -149,7 +149,8 @@ class Bm25Config:
     b: Unit = 0.75
     # index each chunk's title and heading path with its text ("Deployments › Rolling back" before a paragraph that
     # never names either): a section's words are evidence about every chunk under it. On: the fitting protocol's
-    # rule table gains on 11 of 12 tuning sets, .7157 against .7072 (benchmarks/results/fit-bm25-headings.json)
+    # rule table .7141 against .7047, higher on 10 of 12 tuning sets (benchmarks/results/fit-ranker-bm25-headings-
+    # complete.json against fit-ranker-kept-rejudged.json, docs/evaluation.md)
     headings: bool = True
 
 
