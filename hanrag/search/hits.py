@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from hanrag.backends.base import IndexBackend
-from hanrag.index.sparse import bm25_text, indexed_headings
+from hanrag.index.sparse import bm25_text
 from hanrag.records import Chunk, Explanation, Hit, QueryPlan
 from hanrag.search.candidates import Candidates
 from hanrag.search.fusion import Fused
@@ -16,12 +16,12 @@ from hanrag.search.ranking import Ranking
 
 
 def make_hits(backend: IndexBackend, analyzer, cand: Candidates, fused: Fused, ranking: Ranking, top_k: int,
-              explain: bool) -> list[Hit]:
+              explain: bool, headings: bool = False) -> list[Hit]:
     """The top ``top_k`` of ``ranking`` as hits, with their near-duplicates' sources and, when asked,
-    explanations (``analyzer`` finds the query tokens each chunk matched)."""
+    explanations (``analyzer`` finds the query tokens each chunk matched; ``headings``: the index's BM25 holds each
+    chunk's title and heading path, :func:`hanrag.index.sparse.indexed_headings`)."""
     top = ranking.order[:top_k]
     dups = backend.duplicates_of([cand.ids[i] for i in top])
-    headings = indexed_headings(backend.manifest()) if explain else False
     hits = []
     for rank, i in enumerate(top, 1):
         cid = cand.ids[i]

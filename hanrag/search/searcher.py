@@ -16,6 +16,7 @@ backend; the kept hit lists their sources in ``also_in``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ import numpy as np
 
 from hanrag.backends.base import IndexBackend
 from hanrag.config import Config
+from hanrag.index.sparse import indexed_headings
 from hanrag.records import Chunk, Filters, Hit, QueryPlan
 from hanrag.search.candidates import Candidates, Planned, Request
 from hanrag.search.evidence import Evidence
@@ -169,7 +171,8 @@ class Searcher:
         ranking = rerank(self.reranker, self.cfg.search.rerank.candidates, request, cand, ranking, times)
         if self.cfg.search.diversity:
             ranking = diversify(cand, ranking, self.cfg.search.diversity_factors)
-        hits = make_hits(self.backend, self.analyzer, cand, fused, ranking, top_k, explain)
+        hits = make_hits(self.backend, self.analyzer, cand, fused, ranking, top_k, explain,
+                         self.indexed_headings if explain else False)
         times.total = time.perf_counter() - t0
         return SearchResult(ranking.plan, hits, times)
 
@@ -255,6 +258,12 @@ class Searcher:
             if miss_d and cand.qvec is not None:
                 d_arr[miss_d] = self.backend.dense_scores(cand.qvec, [ids[i] for i in miss_d])
         return b_arr, d_arr
+
+    @functools.cached_property
+    def indexed_headings(self) -> bool:
+        """Whether the index's BM25 holds each chunk's title and heading path (read from its manifest once: a
+        searcher serves one index, and on Milvus the manifest is a round trip)."""
+        return indexed_headings(self.backend.manifest())
 
     def ranking_features(self, cand: Candidates, fused: Fused, rows: Sequence[int] | None = None) -> np.ndarray:
         """The learned ranker's features (:func:`hanrag.search.ranker.candidate_features`) of the candidates at
