@@ -20,7 +20,7 @@ from hanrag.backends.milvus.schema import row_hash
 from hanrag.backends.milvus.write import PushReport, write
 from hanrag.config import Config
 from hanrag.embed import identity_key
-from hanrag.index.cache import CACHE_DIR, TokenCache, text_hash
+from hanrag.index.cache import CACHE_DIR, TokenCache, token_key
 from hanrag.index.snapshot import Snapshot, open_snapshot
 from hanrag.index.sparse import bm25_text, indexed_headings
 from hanrag.records import Chunk
@@ -118,7 +118,7 @@ def snapshot_tokens(cfg: Config, index_dir: str | Path, snap: Snapshot, analyzer
     cache = TokenCache(Path(index_dir) / CACHE_DIR, identity_key(ident)) if ident else None
     headings = indexed_headings(snap.manifest)  # as it was built
     texts = [bm25_text(c, headings) for c in snap.chunks]
-    keys = [f"{c.lang}:{text_hash(t)}" for c, t in zip(snap.chunks, texts, strict=True)]
+    keys = [token_key(t, c.lang) for c, t in zip(snap.chunks, texts, strict=True)]
     tokens: list[list[str] | None] = [cache.get(k) if cache else None for k in keys]
     missing = [i for i, t in enumerate(tokens) if t is None]
     if missing:
