@@ -110,8 +110,9 @@ def text_shape(texts: Sequence[str], lang: str) -> tuple[np.ndarray, np.ndarray]
     if n == 0:
         return np.zeros(0), np.zeros(0)
     points = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype="<u4")
-    ends = np.cumsum([len(t) for t in texts])
-    starts = ends - np.array([len(t) for t in texts])
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
     wide = points >= 0x10000
     classes = np.frombuffer(bmp_classes(), dtype=np.uint8)[np.where(wide, 0, points)]
 
@@ -120,7 +121,7 @@ def text_shape(texts: Sequence[str], lang: str) -> tuple[np.ndarray, np.ndarray]
         return (run[ends] - run[starts]).astype(np.float64)
 
     letters, own, symbols = count(CLASS_LETTER), count(CLASS_SCRIPT[script]), count(CLASS_SYMBOL)
-    non_space = (ends - starts) - count(CLASS_SPACE)
+    non_space = lengths - count(CLASS_SPACE)
     scripts = np.divide(own, letters, out=np.zeros(n), where=letters > 0).clip(max=1.0)
     shares = np.divide(symbols, non_space, out=np.zeros(n), where=non_space > 0)
     if wide.any():
