@@ -189,6 +189,9 @@ class EmbedderConfig:
     # benchmarks/model_runtimes.py) | "int8-weights" (openvino only: int8 weights, float activations, ~2.5-3x torch,
     # vectors closer to fp32) | "fp32"; torch runs fp32 only
     precision: ModelPrecision = "fp32"
+    # embed each chunk's title and heading path with its text, as bm25.headings does for BM25 (a rebuild re-embeds
+    # every chunk): the encoder reads what a section is about with each of its paragraphs
+    headings: bool = False
 
 
 @dataclass

@@ -25,6 +25,7 @@ import numpy as np
 
 from hanrag.config import Config
 from hanrag.embed import EmbedderError, EmbedderMismatchError, check_embedder, load_embedder
+from hanrag.index.dense import embedded_headings, embedded_text
 from hanrag.index.snapshot import Snapshot, open_snapshot
 from hanrag.index.store import (
     MANIFEST,
@@ -289,7 +290,8 @@ def _content_checks(snap: Snapshot, cfg: Config, problems: list[Problem]) -> Non
         check_embedder(snap.manifest, embedder)
     except (EmbedderError, EmbedderMismatchError):
         return  # reported by the embedder checks
-    fresh = np.asarray(embedder.encode_passages([c.text for c in chunks]), dtype=np.float32)
+    headings = embedded_headings(snap.manifest)
+    fresh = np.asarray(embedder.encode_passages([embedded_text(c, headings) for c in chunks]), dtype=np.float32)
     stored = np.asarray(snap.embeddings[rows], dtype=np.float32)
     norms = np.linalg.norm(fresh, axis=1) * np.linalg.norm(stored, axis=1)
     cosine = np.sum(fresh * stored, axis=1) / np.where(norms > 0, norms, 1.0)

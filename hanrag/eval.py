@@ -30,6 +30,7 @@ from hanrag.chunking import document_lang, prose_view
 from hanrag.config import Config
 from hanrag.embed.cache import build_embedder
 from hanrag.index.cache import TokenCache, tokenize_cached
+from hanrag.index.dense import embedded_text
 from hanrag.index.snapshot import open_snapshot
 from hanrag.lexicon import load_lexicons
 from hanrag.pipeline import build_from_chunks
@@ -386,7 +387,8 @@ def evaluate_sets(
         for n, (group, prefixed) in enumerate(groups):
             chunks = [c for es in group for c in eval_chunks(es, f"{es.name}/" if prefixed else "")]
             index_dir = Path(tmp) / f"idx{n}"
-            embed_corpus(embedder, [c.text for c in chunks], progress)  # progress lines; the build reads the cache
+            # progress lines; the build reads the cache
+            embed_corpus(embedder, [embedded_text(c, cfg.embedder.headings) for c in chunks], progress)
             build_from_chunks(chunks, index_dir, cfg, embedder=embedder, analyzer=analyzer,
                               progress=progress is not None)
             backend = EmbeddedBackend(open_snapshot(index_dir))

@@ -176,6 +176,13 @@ class Chunk(_Record):
     labels: tuple[str, ...] = ()
     page: int | None = None
 
+    def headed_text(self) -> str:
+        """The title and heading path (each once, one a line), then the text: what an index reads of the chunk
+        when it is told to read a section's words with every chunk under it (``bm25.headings``,
+        ``embedder.headings``)."""
+        path = dict.fromkeys(h.strip() for h in (self.title, *self.headings) if h.strip())
+        return "\n".join([*path, self.text]) if path else self.text
+
 
 @dataclass(frozen=True)
 class QueryPlan(_Record):

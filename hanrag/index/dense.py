@@ -27,9 +27,12 @@ candidates are re-scored from ``embeddings.npy``, so bf16's coarser mantissa nev
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+
+from hanrag.records import Chunk
 
 ANN_FILE = "dense.usearch"
 # below this many chunks exact search is as fast as the graph at ef 6144 (exact costs ~13 ms per 100k rows:
@@ -40,6 +43,19 @@ EXPANSION_ADD = 256  # ef at construction
 EXPANSION_SEARCH = 6144  # ef at search (see the module notes)
 GRAPH_DTYPE = "bf16"
 _BLOCK = 32768  # rows converted to float32 at a time (12 MiB at d=384)
+
+
+def embedded_text(chunk: Chunk, headings: bool) -> str:
+    """What the encoder embeds of a chunk: its text, after its title and heading path with ``headings``
+    (``embedder.headings``). The build, ``hanrag eval``'s warm-up and the doctor's re-embedding read the same text."""
+    return chunk.headed_text() if headings else chunk.text
+
+
+def embedded_headings(manifest: Mapping | None) -> bool:
+    """Whether the index of this manifest embedded titles and heading paths (an index built before the setting:
+    no)."""
+    embedder = ((manifest or {}).get("config") or {}).get("embedder") or {}
+    return bool(embedder.get("headings", False))
 
 
 def inner_products(matrix: np.ndarray, qvec: np.ndarray) -> np.ndarray:

@@ -32,10 +32,7 @@ METHODS = ("lucene", "robertson", "atire")
 def bm25_text(chunk: Chunk, headings: bool) -> str:
     """What BM25 indexes of a chunk: its text, after its title and heading path (each once) with ``headings``
     (``bm25.headings``). The build, a push to Milvus and a hit's explanation read the same text."""
-    if not headings:
-        return chunk.text
-    path = dict.fromkeys(h.strip() for h in (chunk.title, *chunk.headings) if h.strip())
-    return "\n".join([*path, chunk.text]) if path else chunk.text
+    return chunk.headed_text() if headings else chunk.text
 
 
 def indexed_headings(manifest: Mapping | None) -> bool:

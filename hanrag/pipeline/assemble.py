@@ -138,7 +138,7 @@ def build_from_chunks(
                     embedder = loading.result()
                 try:
                     vec = vectors.embed_chunks(chunks, embedder, cache_root, vectors.call_size(cfg.embedder), task,
-                                               writer.path / "embeddings.npy", dtype)
+                                               writer.path / "embeddings.npy", dtype, cfg.embedder.headings)
                 except BaseException:
                     # interrupted: the machine cache keeps what was embedded too (its atexit flush may find the
                     # embedder already collected)

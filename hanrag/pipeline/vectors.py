@@ -19,6 +19,7 @@ from hanrag.config import EmbedderConfig
 from hanrag.embed import Embedder
 from hanrag.fsutil import read_npy_header
 from hanrag.index.cache import EmbeddingCache, text_hash
+from hanrag.index.dense import embedded_text
 from hanrag.records import Chunk
 
 # a killed build resumes from the last checkpoint of the embedding cache: one after at least 256 new vectors
@@ -65,18 +66,20 @@ class Vectors:
 
 def embed_chunks(
     chunks: Sequence[Chunk], embedder: Embedder, cache_root: Path, batch: int, task: Callable, out: Path,
-    dtype: type[np.floating],
+    dtype: type[np.floating], headings: bool = False,
 ) -> Vectors:
     """Embed the cache misses ``batch`` texts a call, then write every chunk's vector, in row order, to ``out``
     (a .npy of ``dtype``). ``task(description, total) -> advance(n)`` draws the progress
-    (:func:`hanrag.pipeline.report.progress_bars`)."""
+    (:func:`hanrag.pipeline.report.progress_bars`); ``headings``: each chunk's title and heading path are embedded
+    with its text (:func:`hanrag.index.dense.embedded_text`)."""
     ident = embedder.identity()
     cache = EmbeddingCache(cache_root, ident, embedder.dim)
-    keys = [text_hash(c.text) for c in chunks]
+    texts = [embedded_text(c, headings) for c in chunks]
+    keys = [text_hash(t) for t in texts]
     todo: dict[str, str] = {}
-    for k, c in zip(keys, chunks, strict=True):
+    for k, t in zip(keys, texts, strict=True):
         if k not in cache.index and k not in todo:
-            todo[k] = c.text
+            todo[k] = t
     t0 = time.perf_counter()
     # the machine cache (hanrag.embed.cache) counts the texts it sent to the model: the rest cost no model time
     sent_before = getattr(embedder, "embedded", None)
@@ -108,7 +111,7 @@ def embed_chunks(
     rows = np.fromiter((cache.index[k] for k in keys), np.int64, count=len(keys))
     tokens = np.asarray(cache.tokens, dtype=np.int64)[rows] if len(keys) else np.zeros(0, np.int64)
     for i in np.flatnonzero(tokens < 0):  # a cache entry written before token counts were kept
-        tokens[i] = embedder.count_tokens(chunks[i].text)
+        tokens[i] = embedder.count_tokens(texts[i])
     names = sorted({c.lang for c in chunks})
     code = {g: i for i, g in enumerate(names)}
     groups = np.fromiter((code[c.lang] for c in chunks), np.int64, count=len(chunks))
