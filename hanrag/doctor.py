@@ -27,6 +27,7 @@ from hanrag.config import Config
 from hanrag.embed import EmbedderError, EmbedderMismatchError, check_embedder, load_embedder
 from hanrag.index.dense import embedded_headings, embedded_text
 from hanrag.index.snapshot import Snapshot, open_snapshot
+from hanrag.index.sparse import bm25_text, indexed_headings
 from hanrag.index.store import (
     MANIFEST,
     SNAPSHOT_FILES,
@@ -277,8 +278,9 @@ def _content_checks(snap: Snapshot, cfg: Config, problems: list[Problem]) -> Non
     fix += "HANRAG_INDEX_KEY to seal it)"
     analyzer = get_analyzer(cfg)
     if analyzer.identity() == snap.manifest.get("analyzer"):
+        bm25_headings = indexed_headings(snap.manifest)
         for row, c in zip(rows, chunks, strict=True):
-            tokens = analyzer.tokenize(c.text, c.lang)
+            tokens = analyzer.tokenize(bm25_text(c, bm25_headings), c.lang)
             stored = snap.sparse.doc_term_weights(row)
             if set(tokens) != set(stored) or int(snap.sparse.doc_lens[row]) != len(tokens):
                 problems.append(Problem("error", "index-content-mismatch",
