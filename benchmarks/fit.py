@@ -303,7 +303,7 @@ def main() -> None:
                          "xling_compete_by_evidence": cfg.search.xling_compete_by_evidence,
                          "xling_lexical_parity": cfg.search.xling_lexical_parity,
                          "xling_centring_by_script": cfg.search.xling_centring_by_script,
-                         "bm25_headings": cfg.bm25.headings},
+                         "bm25_headings": cfg.bm25.headings, "embed_headings": cfg.embedder.headings},
             "fusions": {f: {"mean_held_out_ndcg@10": m, "held_out": held_by[f], "chosen_on_all": final}
                         for f, (m, final) in results.items()},
             "learned_ranker": ranker,
