@@ -51,8 +51,6 @@ FEATURES = (
     "centring",  # what the cross-lingual centring added to the cosine (its language's offset times its script weight)
     "script_share",  # share of the chunk's letters in the query language's script (a Korean page of commands: low)
     "symbol_share",  # share of the chunk's non-space characters that are ASCII symbols or digits (code, config)
-    "dense_language_gap",  # raw cosine minus the best cosine among the pool's candidates in the chunk's language
-    "bm25_language_share",  # BM25 over the best BM25 among the pool's candidates in the chunk's language
 )
 
 
@@ -72,37 +70,17 @@ def _rank_feature(ids: Sequence[str], retrieved: Mapping[str, float]) -> np.ndar
     return out
 
 
-def best_in_language(values: np.ndarray, langs: Sequence[str]) -> np.ndarray:
-    """Per element, the largest finite value among the elements of its language (NaN where there is none): what a
-    passage is measured against among its own language's candidates, since the encoder scores its own language's
-    passages higher and a question's words are the same language's words. The answer that exists in one language
-    only stands out among that language's candidates whatever the question's language is."""
-    vals = np.asarray(values, dtype=np.float64)
-    out = np.full(len(vals), np.nan)
-    names = np.asarray(langs, dtype=object)
-    for lang in set(langs):
-        members = names == lang
-        finite = vals[members & np.isfinite(vals)]
-        if finite.size:
-            out[members] = finite.max()
-    return out
-
-
 def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np.ndarray, dense_norm: np.ndarray,
                        dense_raw: np.ndarray,
                        own: np.ndarray, expansion: np.ndarray, ceiling: float, same_language: np.ndarray,
                        bm25_list: Mapping[str, float], dense_list: Mapping[str, float],
                        lengths: np.ndarray, centring: np.ndarray | None = None,
                        dense_best: float | None = None, script_share: np.ndarray | None = None,
-                       symbol_share: np.ndarray | None = None, bm25_raw: np.ndarray | None = None,
-                       dense_language_best: np.ndarray | None = None,
-                       bm25_language_best: np.ndarray | None = None) -> np.ndarray:
+                       symbol_share: np.ndarray | None = None) -> np.ndarray:
     """The (candidates × :data:`FEATURES`) matrix; NaN scores (a retriever that gave none) count as 0.
     ``dense_best``: the pool's best cosine when ``ids`` are part of the pool (default: the best of ``dense_raw``);
     ``script_share``, ``symbol_share``: the chunks' :func:`hanrag.language.script_share` in the query language's
-    script and :func:`hanrag.language.symbol_share` (:func:`text_shape`; default 0); ``dense_language_best``,
-    ``bm25_language_best``: the pool's best cosine and BM25 in each candidate's language (:func:`best_in_language`
-    over the whole pool; default 0 for both features)."""
+    script and :func:`hanrag.language.symbol_share` (:func:`text_shape`; default 0)."""
     raw = np.asarray(dense_raw, dtype=np.float64)
     best = dense_best if dense_best is not None else np.nanmax(raw) if np.isfinite(raw).any() else 0.0
     gap = np.nan_to_num(raw - best, nan=-1.0)
@@ -116,22 +94,8 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
         np.zeros(len(ids)) if centring is None else np.asarray(centring, dtype=np.float64),
         np.zeros(len(ids)) if script_share is None else np.asarray(script_share, dtype=np.float64),
         np.zeros(len(ids)) if symbol_share is None else np.asarray(symbol_share, dtype=np.float64),
-        _language_gap(raw, dense_language_best), _language_share(len(ids), bm25_raw, bm25_language_best),
     ]
     return np.column_stack(cols).astype(np.float64)
-
-
-def _language_gap(raw: np.ndarray, best: np.ndarray | None) -> np.ndarray:
-    if best is None:
-        return np.zeros(len(raw))
-    return np.nan_to_num(raw - np.asarray(best, dtype=np.float64), nan=-1.0)
-
-
-def _language_share(n: int, bm25: np.ndarray | None, best: np.ndarray | None) -> np.ndarray:
-    if bm25 is None or best is None:
-        return np.zeros(n)
-    top = np.nan_to_num(np.asarray(best, dtype=np.float64))
-    return np.divide(np.nan_to_num(np.asarray(bm25, dtype=np.float64)), top, out=np.zeros(n), where=top > 0)
 
 
 def text_shape(texts: Sequence[str], lang: str) -> tuple[np.ndarray, np.ndarray]:

@@ -32,7 +32,7 @@ from hanrag.search.evidence import Evidence
 from hanrag.search.fusion import Fused, candidate_count, fuse
 from hanrag.search.hits import make_hits
 from hanrag.search.plan import QueryPlanner, promote_absent_terms
-from hanrag.search.ranker import best_in_language, candidate_features, load_ranker, text_shape
+from hanrag.search.ranker import candidate_features, load_ranker, text_shape
 from hanrag.search.ranking import diversify, learned_ranking, rerank
 from hanrag.search.retrieve import Retriever
 from hanrag.search.widen import Widener
@@ -277,8 +277,6 @@ class Searcher:
         exp_scores = self.backend.sparse_scores(expansion, ids) if expansion else np.zeros(len(ids))
         chunks = [cand.chunks[c] for c in ids]
         raw = np.asarray(fused.dense_raw, dtype=np.float64)
-        bm25_raw = np.asarray(fused.bm25_raw, dtype=np.float64)
-        pool_langs = [cand.chunks[c].lang for c in cand.ids]
         script, symbols = text_shape([c.text for c in chunks], cand.plan.lang)
         return candidate_features(
             ids, fused.fused[idx], fused.bm25_norm[idx], fused.dense_norm[idx], raw[idx], own_scores, exp_scores,
@@ -286,9 +284,7 @@ class Searcher:
             cand.bm25, cand.dense, np.array([len(c.text) for c in chunks]),
             cand.centrings(ids),
             dense_best=float(np.nanmax(raw)) if np.isfinite(raw).any() else 0.0, script_share=script,
-            symbol_share=symbols, bm25_raw=bm25_raw[idx],
-            dense_language_best=best_in_language(raw, pool_langs)[idx],
-            bm25_language_best=best_in_language(bm25_raw, pool_langs)[idx])
+            symbol_share=symbols)
 
     # -- what the index says about a query (hanrag.search.evidence) ----------------------------------
     def lexical_evidence(self, plan: QueryPlan, weights: Mapping[str, float], bm25: Mapping[str, float],

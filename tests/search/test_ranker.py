@@ -12,14 +12,7 @@ import pytest
 from hanrag.backends.memory import MemoryBackend
 from hanrag.config import Config
 from hanrag.records import Chunk
-from hanrag.search.ranker import (
-    FEATURES,
-    RankerError,
-    _ranker_from,
-    best_in_language,
-    from_lightgbm,
-    load_ranker,
-)
+from hanrag.search.ranker import FEATURES, RankerError, _ranker_from, from_lightgbm, load_ranker
 from hanrag.search.searcher import Searcher
 
 
@@ -197,26 +190,3 @@ def test_a_search_that_explains_nothing_ranks_the_same(parts) -> None:
         assert [h.chunk.chunk_id for h in plain.hits] == [h.chunk.chunk_id for h in explained.hits]
         assert [h.score for h in plain.hits] == pytest.approx([h.score for h in explained.hits], abs=1e-12)
         assert plain.plan == explained.plan and plain.plan.ranker == "bundled:lambdamart"
-
-
-def test_each_candidate_is_measured_against_its_own_languages_best(parts) -> None:
-    """``dense_language_gap`` and ``bm25_language_share`` compare a candidate with the best of the pool's candidates
-    in its own language: the best passage of each language has gap 0 and share 1 (when it has BM25) whatever the
-    other language's scores are, and every other passage is measured against it."""
-    assert np.allclose(best_in_language(np.array([0.9, 0.5, np.nan, 0.7, 0.2]), ["ko", "en", "en", "ko", "zh"]),
-                       [0.9, 0.5, 0.5, 0.9, 0.2])
-    assert np.isnan(best_in_language(np.array([np.nan, 1.0]), ["ko", "en"])[0])
-    s = _searcher(parts, "")
-    cand, fused = s.fused_candidates("roll back a deployment", 10, "hybrid")
-    X = s.ranking_features(cand, fused)
-    gap, share = X[:, FEATURES.index("dense_language_gap")], X[:, FEATURES.index("bm25_language_share")]
-    langs = np.array([cand.chunks[c].lang for c in cand.ids])
-    raw, bm25 = np.asarray(fused.dense_raw), np.nan_to_num(np.asarray(fused.bm25_raw))
-    for lang in set(langs):
-        members = np.flatnonzero(langs == lang)
-        top = members[np.argmax(raw[members])]
-        assert gap[top] == pytest.approx(0.0) and (gap[members] <= 1e-12).all()
-        assert np.allclose(gap[members], raw[members] - raw[top])
-        if bm25[members].max() > 0:
-            assert np.allclose(share[members], bm25[members] / bm25[members].max())
-    assert {"ko", "en"} <= set(langs)
