@@ -115,18 +115,18 @@ def fits(metric: str = "mean_held_out_ndcg@10") -> str:
 
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
-        print(table("Each set alone", "quality-headings-standalone.json", "quality-kept-standalone.json",
+        print(table("Each set alone", "quality-export-standalone.json", "quality-headings-standalone.json",
                     "standalone", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("MIXED, one index of every corpus, the first 300 queries of a set (`<set> pooled`: with the "
-                    "pooled judgments of eval/pooled/)", "quality-headings-mixed.json", "quality-kept-mixed.json",
+                    "pooled judgments of eval/pooled/)", "quality-export-mixed.json", "quality-headings-mixed.json",
                     "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The React pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-headings-react.json", "quality-kept-react.json", "mixed", metric))
+                    "quality-export-react.json", "quality-headings-react.json", "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The Vue pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-headings-vue.json", "quality-kept-vue.json", "mixed", metric))
+                    "quality-export-vue.json", "quality-headings-vue.json", "mixed", metric))
     print(encoders())
     print(compete())
     print(fits())
