@@ -783,6 +783,12 @@ def _source_of(key: str, file_source: str, origins: dict[str, str]) -> str:
     return f"environment variable {origins[best]}" if best else file_source
 
 
+def built_section(manifest: typing.Mapping[str, Any] | None, section: str) -> typing.Mapping[str, Any]:
+    """The ``[section]`` of the config an index was built with, as its manifest records it (empty for a manifest
+    that records none): what a reader of the index must know about how it was built (``bm25.headings``)."""
+    return ((manifest or {}).get("config") or {}).get(section) or {}
+
+
 def from_dict(data: dict[str, Any], source: str = "<config>", origins: dict[str, str] | None = None) -> Config:
     try:
         cfg = _parse(data)

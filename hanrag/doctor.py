@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from hanrag.config import Config
+from hanrag.config import Config, built_section
 from hanrag.embed import EmbedderError, EmbedderMismatchError, check_embedder, load_embedder
 from hanrag.index.dense import embedded_headings, embedded_text
 from hanrag.index.snapshot import Snapshot, open_snapshot
@@ -79,8 +79,8 @@ def _index_checks(index_dir: Path, cfg: Config, problems: list[Problem], opened:
                 "lower chunking.chunk_size, or raise embedder.max_seq_length up to the model's limit, then rebuild",
             )
         )
-    built_cfg = manifest.get("config") or {}
-    if built_cfg.get("chunking") and built_cfg["chunking"] != asdict(cfg.chunking):
+    built_chunking = built_section(manifest, "chunking")
+    if built_chunking and built_chunking != asdict(cfg.chunking):
         problems.append(
             Problem("warning", "chunking-changed",
                     "the [chunking] config differs from the one the index was built with",

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hanrag.config import built_section
 from hanrag.records import Chunk
 
 ANN_FILE = "dense.usearch"
@@ -54,8 +55,7 @@ def embedded_text(chunk: Chunk, headings: bool) -> str:
 def embedded_headings(manifest: Mapping | None) -> bool:
     """Whether the index of this manifest embedded titles and heading paths (an index built before the setting:
     no)."""
-    embedder = ((manifest or {}).get("config") or {}).get("embedder") or {}
-    return bool(embedder.get("headings", False))
+    return bool(built_section(manifest, "embedder").get("headings", False))
 
 
 def inner_products(matrix: np.ndarray, qvec: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hanrag.config import Bm25Config
+from hanrag.config import Bm25Config, built_section
 from hanrag.fsutil import atomic_save_npy, atomic_write_json, load_npy
 from hanrag.records import Chunk
 
@@ -37,8 +37,7 @@ def bm25_text(chunk: Chunk, headings: bool) -> str:
 
 def indexed_headings(manifest: Mapping | None) -> bool:
     """Whether the index of this manifest was built with ``bm25.headings`` (an index built before it: no)."""
-    bm25 = ((manifest or {}).get("config") or {}).get("bm25") or {}
-    return bool(bm25.get("headings", False))
+    return bool(built_section(manifest, "bm25").get("headings", False))
 
 
 FORMAT_VERSION = 1
