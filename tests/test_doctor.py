@@ -47,3 +47,14 @@ def test_doctor_names_a_ranker_model_that_cannot_be_read(tmp_path):
     bundled = Config()
     bundled.search.ranker = "lambdamart"
     assert "ranker-unloadable" not in {p.code for p in diagnose(index, bundled)}
+
+
+def test_doctor_warns_when_the_chunking_config_changed(tmp_path):
+    """The [chunking] section the manifest records (config.built_section) against this config's: a changed chunk
+    size is a warning to rebuild; the config the index was built with passes."""
+    index = _build(tmp_path, Config())
+    assert "chunking-changed" not in {p.code for p in diagnose(index, Config())}
+    smaller = Config()
+    smaller.chunking.chunk_size = 256
+    problem = next(p for p in diagnose(index, smaller) if p.code == "chunking-changed")
+    assert problem.severity == "warning" and "rebuild" in problem.fix
