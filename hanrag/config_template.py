@@ -48,6 +48,8 @@ _FALLBACK_HELP: dict[str, str] = {
     "bm25.b": "length normalisation",
     "bm25.headings": "index each chunk's title and heading path with its text",
     "embedder.headings": "embed each chunk's title and heading path with its text (a rebuild re-embeds every chunk)",
+    "embedder.cross_lingual_weight": "weight of a second, language-agnostic encoder's cosine (USE multilingual v3) "
+    "added to the main encoder's; 0 = the main encoder alone",
     "embedder.max_seq_length": "longer passages are truncated to this many model tokens",
     "embedder.batch_size": "passages embedded per batch while building",
     "index.keep_snapshots": "published snapshots kept on disk (older ones are removed after a build)",

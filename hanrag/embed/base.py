@@ -49,10 +49,10 @@ def _file_fingerprint(path: Path, h: Any) -> None:
 
 # keys that must agree between an index and the embedder that queries it
 IDENTITY_KEYS = ("backend", "model", "revision", "dim", "query_prompt", "passage_prompt", "runtime", "precision",
-                 "converter")
+                 "converter", "blend")
 # what a key missing from an identity means: identities written before these keys existed (and every backend
 # but a converted sentence-transformers model) ran on torch in fp32, unconverted
-IDENTITY_DEFAULTS = {"runtime": "torch", "precision": "fp32", "converter": ""}
+IDENTITY_DEFAULTS = {"runtime": "torch", "precision": "fp32", "converter": "", "blend": ""}
 
 
 def identity_key(identity: dict[str, Any]) -> str:

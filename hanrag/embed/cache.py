@@ -83,11 +83,6 @@ class CachingEmbedder:
         ref = weakref.ref(self)
         atexit.register(lambda: (obj := ref()) is not None and obj._flush_quietly())
 
-    @classmethod
-    def for_config(cls, inner: Any, cfg: Any) -> CachingEmbedder:
-        """The machine cache an ``EmbedderConfig`` names, with its size bound."""
-        return cls(inner, cache_dir(cfg) / VECTORS, max_bytes=int(float(cfg.cache_max_gb) * (1 << 30)))
-
     def __getattr__(self, name: str) -> Any:  # batch_size, model, ... of the wrapped embedder
         if name == "inner":  # not set yet (during unpickling or a failed __init__): no recursion
             raise AttributeError(name)
@@ -224,4 +219,17 @@ def build_embedder(cfg: Any) -> Any:
     from hanrag.embed import load_embedder
 
     inner = load_embedder(cfg)
-    return CachingEmbedder.for_config(inner, cfg) if getattr(cfg, "cache", True) else inner
+    if not getattr(cfg, "cache", True):
+        return inner
+    return caching(inner, cache_dir(cfg) / VECTORS, max_bytes=int(float(cfg.cache_max_gb) * (1 << 30)))
+
+
+def caching(inner: Any, root: str | Path | None = None, **kwargs: Any) -> Any:
+    """``inner`` behind the machine cache; a blend of two encoders with each part behind its own (a change of
+    ``embedder.cross_lingual_weight`` then re-embeds nothing, and the main encoder's vectors serve both)."""
+    from hanrag.embed.blend import BlendedEmbedder
+
+    if isinstance(inner, BlendedEmbedder):
+        return BlendedEmbedder(CachingEmbedder(inner.primary, root, **kwargs),
+                               CachingEmbedder(inner.secondary, root, **kwargs), inner.weight)
+    return CachingEmbedder(inner, root, **kwargs)

