@@ -3,8 +3,9 @@
 Why a second encoder: multilingual-e5-small ranks a passage in the question's language on a neighbouring topic
 above the answer in another language (its cosines carry the language), while USE-multilingual was trained to put a
 sentence and its translation together (translation ranking among its tasks). It is a DAN + CNN over
-SentencePiece pieces in numpy, with its weights in the package (no download), and reads a whole text (no windows,
-nothing cut but :func:`prepare_text`'s bound). Used through :mod:`hanrag.embed.blend` (``embedder.cross_lingual_weight``).
+SentencePiece pieces in numpy, with its weights in the package (no download), and reads a whole text (no
+windows, nothing cut but :func:`prepare_text`'s bound). Used through :mod:`hanrag.embed.blend`
+(``embedder.cross_lingual_weight``).
 """
 
 from __future__ import annotations
