@@ -13,6 +13,7 @@ from hanrag.embed.blend import BlendedEmbedder
 from hanrag.embed.cache import build_embedder
 from hanrag.pipeline import build_from_documents
 from hanrag.records import Document
+from hanrag.search.ranker import FEATURES
 
 QUESTIONS = ["배포를 이전 버전으로 되돌리는 방법", "파드가 계속 재시작될 때 원인 찾기"]
 # each question's answer is in English; a Korean page on a neighbouring topic follows it
@@ -88,17 +89,37 @@ def test_a_bad_weight_is_refused_naming_the_key(tmp_path, value) -> None:
         load_config(path)
 
 
-def test_an_index_built_with_the_blend_finds_the_english_answer_to_a_korean_question(tmp_path) -> None:
+def _index(tmp_path, weight: float) -> Index:
     cfg = Config()
-    cfg.embedder.cross_lingual_weight = 1.0
+    cfg.embedder.cross_lingual_weight = weight
     cfg.embedder.cache_dir = str(tmp_path / "cache")
-    cfg.search.ranker = ""  # the dense channel is under test, not the bundled trees (trained for the default)
+    cfg.search.ranker = ""  # the dense channel is under test, not the bundled trees
     docs = [Document(doc_id=f"p{i}", path=f"p{i}.md", title="", text=t, sources=(f"https://example.org/{i}",))
             for i, t in enumerate(PASSAGES)]
     build_from_documents(docs, tmp_path / "index", cfg, progress=False)
-    index = Index(tmp_path / "index", cfg)
+    return Index(tmp_path / "index", cfg)
+
+
+def test_an_index_built_with_the_blend_finds_the_english_answer_to_a_korean_question(tmp_path) -> None:
+    index = _index(tmp_path, 1.0)
     assert index.snapshot.manifest["embedder"]["identity"]["blend"].endswith("@1")
     hits = index.search(QUESTIONS[0], top_k=4, mode="dense")
     assert hits[0].chunk.doc_id == "p0"
-    problems = diagnose(tmp_path / "index", cfg)
+    problems = diagnose(tmp_path / "index", index.config)
     assert not [p for p in problems if p.severity == "error"], problems
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.3])
+def test_the_ranker_reads_the_second_encoders_cosine_from_the_index(tmp_path, weight) -> None:
+    index = _index(tmp_path, weight)
+    searcher = index.searcher
+    cand, fused = searcher.fused_candidates(QUESTIONS[0])
+    gap = searcher.ranking_features(cand, fused)[:, FEATURES.index("second_gap")]
+    if weight == 0:
+        assert searcher.second_cosines(cand) is None and not gap.any()
+        return
+    use = searcher.embedder.secondary
+    cosines = use.encode_queries(QUESTIONS[:1])[0] @ use.encode_passages([cand.chunks[c].text for c in cand.ids]).T
+    np.testing.assert_allclose(searcher.second_cosines(cand), cosines, atol=1e-4)
+    np.testing.assert_allclose(gap, cosines - cosines.max(), atol=1e-4)
+    assert gap[[cand.chunks[c].doc_id for c in cand.ids].index("p0")] == 0.0  # the English answer is its best
