@@ -197,7 +197,7 @@ class EmbedderConfig:
     # is (cos_main + w * cos_second) / (1 + w). The main encoder ranks passages in the question's own language above
     # answers in another; the second was trained to put translations together. 0 = the main encoder alone. A change
     # rebuilds the vectors (each encoder's vectors are cached apart, so only the new one is computed)
-    cross_lingual_weight: Annotated[float, Interval(ge=0, le=10)] = 0.0
+    cross_lingual_weight: Annotated[float, Interval(ge=0, le=10)] = 0.1
 
 
 @dataclass

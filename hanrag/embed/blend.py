@@ -72,6 +72,12 @@ class BlendedEmbedder:
 
 
 
+def blend_weight(identity: dict[str, Any]) -> float:
+    """The second encoder's weight an embedder identity records (``"...@0.1"``; 0 for one encoder alone)."""
+    blend = identity.get("blend") or ""
+    return float(blend.rpartition("@")[2]) if blend else 0.0
+
+
 def second_query(qvec: np.ndarray, weight: float, second_dim: int) -> np.ndarray:
     """A query vector whose inner product with a blended passage vector is the second encoder's cosine alone: the
     main part zeroed and the second part scaled back from ``sqrt(w / (1 + w))`` on both sides."""

@@ -25,7 +25,7 @@ import numpy as np
 
 from hanrag.backends.base import IndexBackend
 from hanrag.config import Config
-from hanrag.embed.blend import second_query
+from hanrag.embed.blend import blend_weight, second_query
 from hanrag.embed.use_m import USE_DIM
 from hanrag.index.sparse import indexed_headings
 from hanrag.records import Chunk, Filters, Hit, QueryPlan
@@ -290,10 +290,15 @@ class Searcher:
             symbol_share=symbols, second=None if second is None else second[idx],
             second_best=None if second is None else float(second.max(initial=0.0)))
 
+    @functools.cached_property
+    def second_weight(self) -> float:
+        """The second encoder's weight in the index's vectors (its manifest's embedder identity; 0 without one)."""
+        return blend_weight((self.backend.manifest().get("embedder") or {}).get("identity") or {})
+
     def second_cosines(self, cand: Candidates) -> np.ndarray | None:
         """The second encoder's cosine of every pool candidate (``embedder.cross_lingual_weight``; None without one
         or without a query vector): read from the blended vectors the index holds, no second query embedding."""
-        weight = self.cfg.embedder.cross_lingual_weight
+        weight = self.second_weight
         if weight <= 0 or cand.qvec is None or not cand.ids:
             return None
         query = second_query(cand.qvec, weight, USE_DIM)
