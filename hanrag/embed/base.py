@@ -70,7 +70,12 @@ def check_embedder(manifest: dict[str, Any], embedder: Embedder) -> None:
     diffs = [k for k in IDENTITY_KEYS if built.get(k) != now.get(k)]
     if diffs:
         detail = ", ".join(f"{k}: index {built.get(k)!r} vs configured {now.get(k)!r}" for k in diffs)
+        hint = ""
+        if "blend" in diffs:  # most often an index built before the second encoder was on by default
+            from hanrag.embed.blend import blend_weight
+
+            hint = f" (it was built with embedder.cross_lingual_weight = {blend_weight(built):g})"
         raise EmbedderMismatchError(
             f"the index was built with another embedder ({detail}); "
-            "search with the embedder config the index was built with, or rebuild the index with `hanrag build`"
+            f"search with the embedder config the index was built with{hint}, or rebuild the index with `hanrag build`"
         )

@@ -45,7 +45,7 @@ def test_manifest_round_trip(built):
     m = snap.manifest
     assert m["format"] == "hanrag-index" and m["format_version"] == store.FORMAT_VERSION
     assert m["snapshot"] == report.snapshot == snap.name
-    assert m["embedder"]["identity"] == load_embedder(Config().embedder).identity() and m["embedder"]["dim"] == 384
+    assert m["embedder"]["identity"] == load_embedder(Config().embedder).identity() and m["embedder"]["dim"] == 384 + 512
     assert m["counts"] == {"documents": 3, "chunks": 4, "duplicates": 0, "kept": 4}
     assert m["config_hash"] == Config().hash("chunking", "text", "lexicon", "bm25", "embedder", "index")
     assert "analyzer_version" in m["analyzer"] and m["created_at"] and m["hanrag_version"]
@@ -53,7 +53,7 @@ def test_manifest_round_trip(built):
     assert any(f.startswith("sparse/") for f in m["files"])
     assert [c.to_dict() for c in snap.chunks] == [c.to_dict() for c in make_chunks()]
     assert isinstance(snap.embeddings, np.memmap) and snap.embeddings.dtype == np.float32
-    assert snap.embeddings.shape == (4, 384)
+    assert snap.embeddings.shape == (4, 384 + 512)  # e5 and the second encoder (embedder.cross_lingual_weight)
 
 
 def test_backend_search_and_filters(built):
