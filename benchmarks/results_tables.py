@@ -113,23 +113,53 @@ def fits(metric: str = "mean_held_out_ndcg@10") -> str:
     return "\n".join(lines) + "\n"
 
 
+SECOND_ENCODER_RUNS = {  # fit-ranker-<name>.json: the trees' folds on fit.py's records of each setting
+    "bm25-headings-export": "no second encoder (the last release's default)",
+    "cross-lingual-0.2-no-second-gap": "weight .2, without the second_gap feature",
+    "cross-lingual-0.2": "weight .2",
+    "cross-lingual-0.1": "weight .1 (shipped)",
+}
+KEPT = "lambdarank-residual, language order kept"
+
+
+def second_encoder() -> str:
+    """The fitting protocol's held-out nDCG@10 for each weight of the second encoder: the rule table and the
+    shipped kind of trees (kept language order), from ``fit_ranker.py``'s JSON of each setting's records."""
+    runs = {k: json.loads((RESULTS / f"fit-ranker-{k}.json").read_text()) for k, label in SECOND_ENCODER_RUNS.items()
+            if label and (RESULTS / f"fit-ranker-{k}.json").exists()}
+    if not runs:
+        return ""
+    sets = list(next(iter(runs.values()))["held_out"]["rule table"])
+    lines = ["The second encoder in the fitting protocol, nDCG@10 held out (each tuning set scored by weights and "
+             "trees chosen without it): `fit-ranker-<setting>.json` (records of "
+             f"{', '.join(sorted({r['records'] for r in runs.values()}))})", "",
+             "| setting | model | mean | " + " | ".join(sets) + " |", "| --- | --- | ---: |" + " ---: |" * len(sets)]
+    for k, run in runs.items():
+        for row, label in (("rule table", "rule table"), (KEPT, "trees")):
+            cells = [f"{run['held_out'][row][s]:.3f}".lstrip("0") for s in sets]
+            lines.append(f"| {SECOND_ENCODER_RUNS[k]} | {label} | {run['mean_held_out_ndcg@10'][row]:.4f} | "
+                         + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
-        print(table("Each set alone", "quality-export-standalone.json", "quality-headings-standalone.json",
+        print(table("Each set alone", "quality-xling-standalone.json", "quality-export-standalone.json",
                     "standalone", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("MIXED, one index of every corpus, the first 300 queries of a set (`<set> pooled`: with the "
-                    "pooled judgments of eval/pooled/)", "quality-export-mixed.json", "quality-headings-mixed.json",
+                    "pooled judgments of eval/pooled/)", "quality-xling-mixed.json", "quality-export-mixed.json",
                     "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The React pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-export-react.json", "quality-headings-react.json", "mixed", metric))
+                    "quality-xling-react.json", "quality-export-react.json", "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The Vue pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-export-vue.json", "quality-headings-vue.json", "mixed", metric))
+                    "quality-xling-vue.json", "quality-export-vue.json", "mixed", metric))
     print(encoders())
     print(compete())
     print(fits())
+    print(second_encoder())
 
 
 if __name__ == "__main__":
