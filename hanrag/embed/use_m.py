@@ -51,7 +51,10 @@ class UseMultilingualEmbedder:
             return np.zeros((0, self.dim), np.float32)
         prepared = [prepare_text(t) for t in texts]
         with self._lock:
-            return _normalise(self._use.encode(prepared), self.dim)
+            # one text at a time: the package packs a list into shared matmuls whose last bits depend on the
+            # batch-mates, and a vector must not (an incremental build equals a clean one); a chunk fills the
+            # package's token budget alone, so this costs nothing measurable on passages
+            return _normalise(np.stack([self._use.encode([t])[0] for t in prepared]), self.dim)
 
     def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts)

@@ -255,10 +255,13 @@ def test_big_file_edited_in_the_middle_open_checks_edges_doctor_everything(
     index = tmp_path / "ix"
     build_from_chunks(make_chunks(), index, Config(), progress=False)
     snap = store.current_snapshot_dir(index)
-    # a NaN in the middle of the 6 KB matrix (rows 1-2; the edges are its first and last KB), checksums
+    # a NaN in the middle of the matrix (row 2 of 4; the edges are its first and last KB), checksums
     # recomputed: open's edge hash and edge values pass, doctor reads every value
-    edit_npy(snap, "embeddings.npy", lambda a: np.where(np.arange(a.size).reshape(a.shape) == 600, np.nan, a)
-             .astype(a.dtype))
+    def middle_nan(a: np.ndarray) -> np.ndarray:
+        middle = a.shape[1] * (a.shape[0] // 2) + a.shape[1] // 2
+        return np.where(np.arange(a.size).reshape(a.shape) == middle, np.nan, a).astype(a.dtype)
+
+    edit_npy(snap, "embeddings.npy", middle_nan)
     assert len(open_snapshot(index)) == 4
     problems = diagnose(index, Config())
     assert problems[0].code == "index-unreadable" and "NaN" in problems[0].message
