@@ -47,7 +47,7 @@ def main() -> None:
     ap.add_argument("--passages", type=int, default=400)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--weight", type=float, default=0.2)
+    ap.add_argument("--weight", type=float, default=None, help="default: embedder.cross_lingual_weight's default")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     measured = measured_what()
@@ -56,6 +56,8 @@ def main() -> None:
     from hanrag.embed.blend import BlendedEmbedder
     from hanrag.embed.make import make_cross_lingual_embedder, make_main_embedder
 
+    if args.weight is None:
+        args.weight = EmbedderConfig().cross_lingual_weight
     cfg = EmbedderConfig(cross_lingual_weight=args.weight)
     main_enc = make_main_embedder(cfg)
     main_enc.encode_passages(["warm"])

@@ -21,7 +21,7 @@ def make_cross_lingual_embedder(cfg: EmbedderConfig) -> Embedder:
     """The language-agnostic encoder ``embedder.cross_lingual_weight`` adds to the main one."""
     from hanrag.embed.use_m import UseMultilingualEmbedder  # lazy: its 65 MB table only when asked for
 
-    return UseMultilingualEmbedder(threads=cfg.threads)
+    return UseMultilingualEmbedder()
 
 
 def make_main_embedder(cfg: EmbedderConfig) -> Embedder:

