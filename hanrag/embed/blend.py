@@ -75,7 +75,6 @@ class BlendedEmbedder:
                 "blend": f"{second['model']}:{second['revision']}@{self.weight:g}"}
 
 
-
 def blend_weight(identity: dict[str, Any]) -> float:
     """The second encoder's weight an embedder identity records (``"...@0.1"``; 0 for one encoder alone)."""
     blend = identity.get("blend") or ""
