@@ -63,7 +63,7 @@ def main() -> None:
     main_enc.encode_passages(["warm"])
     rss_before = peak_rss_mb()
     t = time.perf_counter()
-    second = make_cross_lingual_embedder(cfg)
+    second = make_cross_lingual_embedder()
     load_s = time.perf_counter() - t
     rss_after = peak_rss_mb()
     blend = BlendedEmbedder(main_enc, second, args.weight)

@@ -13,11 +13,11 @@ def make_embedder(cfg: EmbedderConfig) -> Embedder:
     if cfg.cross_lingual_weight > 0:
         from hanrag.embed.blend import BlendedEmbedder
 
-        return BlendedEmbedder(main, make_cross_lingual_embedder(cfg), cfg.cross_lingual_weight)
+        return BlendedEmbedder(main, make_cross_lingual_embedder(), cfg.cross_lingual_weight)
     return main
 
 
-def make_cross_lingual_embedder(cfg: EmbedderConfig) -> Embedder:
+def make_cross_lingual_embedder() -> Embedder:
     """The language-agnostic encoder ``embedder.cross_lingual_weight`` adds to the main one."""
     from hanrag.embed.use_m import UseMultilingualEmbedder  # lazy: its 65 MB table only when asked for
 

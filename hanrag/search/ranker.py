@@ -86,12 +86,10 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
     ``script_share``, ``symbol_share``: the chunks' :func:`hanrag.language.script_share` in the query language's
     script and :func:`hanrag.language.symbol_share` (:func:`text_shape`; default 0); ``second``, ``second_best``:
     the second encoder's cosines and the pool's best of them, as ``dense_raw`` and ``dense_best`` (default 0)."""
-    raw = np.asarray(dense_raw, dtype=np.float64)
-    best = dense_best if dense_best is not None else np.nanmax(raw) if np.isfinite(raw).any() else 0.0
-    gap = np.nan_to_num(raw - best, nan=-1.0)
     scale = ceiling if ceiling > 0 else 1.0
     cols = [
-        np.nan_to_num(rule_fused), np.nan_to_num(bm25_norm), np.nan_to_num(dense_norm), gap,
+        np.nan_to_num(rule_fused), np.nan_to_num(bm25_norm), np.nan_to_num(dense_norm),
+        _gap(dense_raw, dense_best, len(ids)),
         np.nan_to_num(own) / scale, np.nan_to_num(expansion) / scale,
         np.asarray(same_language, dtype=np.float64),
         _rank_feature(ids, bm25_list), _rank_feature(ids, dense_list),
@@ -105,6 +103,7 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
 
 
 def _gap(values: np.ndarray | None, best: float | None, n: int) -> np.ndarray:
+    """Each cosine minus ``best`` (default: the best of ``values``); a missing cosine reads -1, no cosines 0."""
     if values is None:
         return np.zeros(n)
     vals = np.asarray(values, dtype=np.float64)
