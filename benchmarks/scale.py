@@ -6,7 +6,9 @@
 Texts are sentences of the shared eval corpora (../shared/eval: Korean, Chinese, English) sampled
 and recombined into N chunks of 2-5 sentences of one language. Vectors come from a fixed random
 projection of each text's character uni- and bigram counts (:class:`ProjectionEmbedder`): no model
-runs, yet texts that share wording get close vectors, as with a real encoder. The index is built by
+runs, yet texts that share wording get close vectors, as with a real encoder. Like the default config's, they
+are two encoders blended (384 + 512 numbers, :func:`projection_embedder`; ``--cross-lingual-weight 0``: 384,
+as runs before the second encoder). The index is built by
 the product's path (:func:`hanrag.pipeline.build_from_chunks`: tokenise, embedding cache, dedup,
 BM25, snapshot with the HNSW graph) and then opened in a fresh process, so open time and RSS are what
 a server pays: RSS after open, and its peak while answering every query (``rss_gb``), taken
@@ -51,12 +53,13 @@ _SENT = re.compile(r"(?<=[.!?。！？])\s*")
 class ProjectionEmbedder:
     """Deterministic fake encoder: hashed character 1- and 2-gram counts times a fixed Gaussian matrix."""
 
-    dim = 384
     max_tokens = 512
     truncates = True
     buckets = 1 << 14
 
-    def __init__(self, seed: int = 17) -> None:
+    def __init__(self, seed: int = 17, dim: int = 384, model: str = "scale-projection") -> None:
+        self.dim = dim
+        self.model = model
         rng = np.random.default_rng(seed)
         self.proj = rng.standard_normal((self.buckets, self.dim)).astype(np.float32) / np.sqrt(self.dim)
 
@@ -75,8 +78,22 @@ class ProjectionEmbedder:
         return max(1, len(text) // 3)
 
     def identity(self) -> dict[str, Any]:
-        return {"model": "scale-projection", "dim": self.dim, "revision": "1", "pooling": "sum",
+        return {"model": self.model, "dim": self.dim, "revision": "1", "pooling": "sum",
                 "normalize": True, "max_seq_length": self.max_tokens, "query_prefix": "", "passage_prefix": ""}
+
+
+def projection_embedder(weight: float):
+    """The benchmark's encoder: vectors of the default's shape. With a second-encoder weight (the default's
+    ``embedder.cross_lingual_weight``) a second projection of 512 numbers is blended in as the product blends USE
+    (:class:`hanrag.embed.blend.BlendedEmbedder`), so the index stores, graphs and scores 384 + 512 numbers per
+    vector and a search reads the second encoder's cosines (the ``second_gap`` feature) as the default's does."""
+    from hanrag.embed.blend import BlendedEmbedder
+    from hanrag.embed.use_m import USE_DIM
+
+    main = ProjectionEmbedder()
+    if weight <= 0:
+        return main
+    return BlendedEmbedder(main, ProjectionEmbedder(seed=18, dim=USE_DIM, model="scale-projection-second"), weight)
 
 
 def sentences() -> dict[str, list[str]]:
@@ -129,14 +146,14 @@ def _measured() -> dict[str, object]:
     return {"commit": git("rev-parse", "HEAD"), "uncommitted_changes": bool(git("status", "--porcelain"))}
 
 
-def build(n: int, index_dir: Path) -> dict[str, Any]:
+def build(n: int, index_dir: Path, weight: float) -> dict[str, Any]:
     from hanrag.pipeline import build_from_chunks
 
     t = time.perf_counter()
     chunks = synthetic_chunks(n)
     gen_s = time.perf_counter() - t
     cfg = Config()
-    report = build_from_chunks(chunks, index_dir, cfg, embedder=ProjectionEmbedder(), progress=False)
+    report = build_from_chunks(chunks, index_dir, cfg, embedder=projection_embedder(weight), progress=False)
     snap = index_dir / "snapshots" / report.snapshot
     files = {p.relative_to(snap).as_posix(): p.stat().st_size for p in snap.rglob("*") if p.is_file()}
     cache = sum(p.stat().st_size for p in (index_dir / "cache").rglob("*") if p.is_file())
@@ -156,11 +173,11 @@ def queries(n: int, count: int, seed: int = 1) -> list[tuple[str, str]]:
     return out
 
 
-def serve(index_dir: Path, n: int, count: int) -> dict[str, Any]:
+def serve(index_dir: Path, n: int, count: int, weight: float) -> dict[str, Any]:
     """Open the index in this (fresh) process and time searches."""
     from hanrag.api import Index
 
-    emb = ProjectionEmbedder()
+    emb = projection_embedder(weight)
     rss0 = rss_gb()[0]
     t = time.perf_counter()
     index = Index(index_dir, embedder=emb)
@@ -227,11 +244,14 @@ def main() -> None:
     ap.add_argument("--serve-again", action="store_true", help="time searches of an existing --index, no build")
     ap.add_argument("--tag", default="", help="suffix of the results file (scale-N-TAG.json)")
     ap.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/scale-N.json")
+    ap.add_argument("--cross-lingual-weight", type=float, default=Config().embedder.cross_lingual_weight,
+                    help="the second encoder's weight in the vectors (default: the default config's; 0: one "
+                         "encoder of 384 numbers, as the runs before the second encoder)")
     args = ap.parse_args()
     if args.serve_only:
         if args.ef:
             dense.EXPANSION_SEARCH = args.ef
-        print(json.dumps(serve(args.index, args.chunks, args.queries)))
+        print(json.dumps(serve(args.index, args.chunks, args.queries, args.cross_lingual_weight)))
         return
     with tempfile.TemporaryDirectory(dir=ROOT / ".cache" if (ROOT / ".cache").is_dir() else None) as tmp:
         index_dir = args.index or Path(tmp) / "index"
@@ -241,7 +261,7 @@ def main() -> None:
                 sys.exit("--serve-again needs --index of a folder this script built")
             b = json.loads(build_file.read_text(encoding="utf-8"))
         else:
-            b = build(args.chunks, index_dir)
+            b = build(args.chunks, index_dir, args.cross_lingual_weight)
             build_file.write_text(json.dumps(b), encoding="utf-8")
             print(f"build {args.chunks} chunks: {b['build_s']:.1f}s {b['timings']}", flush=True)
         # one BLAS thread per search: on this shared 2-core machine OpenBLAS' worker threads wait for a core,
@@ -249,6 +269,7 @@ def main() -> None:
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         proc = subprocess.run([sys.executable, __file__, "--serve-only", "--index", str(index_dir),
                                "--chunks", str(args.chunks), "--queries", str(args.queries),
+                               "--cross-lingual-weight", str(args.cross_lingual_weight),
                                *(["--ef", str(args.ef)] if args.ef else [])],
                               capture_output=True, text=True, check=False, env=env)
         if proc.returncode:
@@ -257,6 +278,8 @@ def main() -> None:
     t = b["timings"]
     result = {
         "chunks": args.chunks,
+        "vector_dim": projection_embedder(args.cross_lingual_weight).dim,
+        "cross_lingual_weight": args.cross_lingual_weight,
         "build_s": b["build_s"],
         "build_stages_s": {k: t.get(k) for k in ("tokenize", "embedding", "dedup", "sparse", "write", "ann",
                                                  "publish")},
