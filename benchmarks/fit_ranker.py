@@ -21,7 +21,9 @@ on that fold's training sets, so no model sees weights chosen on the set it is s
 
 ``--export`` trains ``lambdarank-residual`` once more on every tuning set, the rule column from the shipped rule
 table (what a search computes), and writes it as hanrag's JSON model (:func:`hanrag.search.ranker.from_lightgbm`):
-the bundled ``search.ranker = "lambdamart"``. LightGBM is needed only here (the ``test`` extra), not by hanrag.
+the bundled ``search.ranker = "lambdamart"``. The model says how a search runs it: as trained when the protocol
+prefers that row to the kept order (a higher mean, within the guard), else with the language order kept. LightGBM
+is needed only here (the ``test`` extra), not by hanrag.
 """
 
 from __future__ import annotations
@@ -203,19 +205,27 @@ def main() -> None:
                     f"{MAX_SET_LOSS}",
             "replaces_rule_table": verdict}, indent=1))
     if args.export:
-        export(records, measured, means, args.export)
+        export(records, measured, means, args.export, keep_order(means, verdict))
 
 
-def export(records: list[dict], measured: dict, means: dict[str, float], path: Path) -> None:
+def keep_order(means: dict[str, float], verdict: dict[str, bool]) -> bool:
+    """How the exported trees are run: with the query language's order kept unless the protocol prefers them as
+    trained (the plain residual row passes the guard and its mean is higher)."""
+    plain = "lambdarank-residual"
+    return not (verdict[plain] and means[plain] > means[KEPT])
+
+
+def export(records: list[dict], measured: dict, means: dict[str, float], path: Path, keep: bool) -> None:
     """Train the residual trees on every tuning set's head, the rule column from the shipped weights (the rule
-    table a search runs), and write them as hanrag's model."""
+    table a search runs), and write them as hanrag's model, run with the query language's order kept or not."""
     heads = [_head(r) for r in with_rule(records, {})]
     model = train_lambdarank(heads, residual=True)
     trained = {**{k: measured[k] for k in ("commit", "uncommitted_changes", "date") if k in measured},
                "command": " ".join(sys.argv), "sets": sorted({r["set"] for r in records}),
                "queries": len(records), "objective": "LightGBM lambdarank, init score = rule_scale x rule_fused",
-               "mean_held_out_ndcg@10": {k: round(v, 4) for k, v in means.items()}}
-    out = from_lightgbm(model.dump_model(), FEATURES, RULE_SCALE, HEAD, trained)
+               "mean_held_out_ndcg@10": {k: round(v, 4) for k, v in means.items()},
+               "run": KEPT if keep else "lambdarank-residual"}
+    out = from_lightgbm(model.dump_model(), FEATURES, RULE_SCALE, HEAD, trained, keep_language_order=keep)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"wrote {path}: {len(out['trees'])} trees, {path.stat().st_size // 1024} KiB")

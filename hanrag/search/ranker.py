@@ -13,7 +13,8 @@ search computes and ``benchmarks/fit_ranker.py`` trains on it.
 corrections to the table. ``search.ranker`` names it (``lambdamart``, bundled in ``hanrag/rankers/``, the default:
 the fitting protocol prefers it to the rule table, docs/evaluation.md); it reorders the rule table's head
 (:func:`hanrag.search.ranking.learned_ranking`), the query language's candidates keeping the table's order among
-themselves (:func:`keep_language_order`), and says per hit what each feature added (``--explain``).
+themselves when the model says so (:func:`keep_language_order`; the bundled model does not), and says per hit what
+each feature added (``--explain``).
 """
 
 from __future__ import annotations
@@ -192,6 +193,10 @@ class TreeRanker:
     missing: np.ndarray  # 0: a NaN is 0; 1: a 0 or NaN goes the default way; 2: a NaN goes the default way
     default_left: np.ndarray
     trained: Mapping[str, object] = field(default_factory=dict)  # how it was trained (command, commit, sets)
+    # the query language's candidates keep the rule table's order among themselves (keep_language_order): how the
+    # trees were run when the fitting protocol chose them; a model file without the key was written when every
+    # model ran that way
+    keep_language_order: bool = True
 
     def _walk(self, X: np.ndarray, contributions: np.ndarray | None) -> np.ndarray:
         """Each candidate's leaf in each tree (candidates × trees); adds each split's change of value to
@@ -241,9 +246,11 @@ class TreeRanker:
 
 
 def from_lightgbm(dump: Mapping, features: Sequence[str], rule_scale: float, head: int,
-                  trained: Mapping[str, object] | None = None) -> dict:
+                  trained: Mapping[str, object] | None = None, keep_language_order: bool = True) -> dict:
     """A LightGBM model (``Booster.dump_model()``) as hanrag's JSON model (:data:`MODEL_FORMAT`): for each tree its
-    nodes in pre-order, children after their parent. Numerical splits only (hanrag's features are numbers)."""
+    nodes in pre-order, children after their parent. Numerical splits only (hanrag's features are numbers).
+    ``keep_language_order``: whether a search runs the trees with the query language's order kept
+    (:func:`keep_language_order`)."""
     names = list(dump.get("feature_names", features))
     if names != list(features):
         raise RankerError(f"the LightGBM model's features {names} are not hanrag's {list(features)}")
@@ -272,7 +279,7 @@ def from_lightgbm(dump: Mapping, features: Sequence[str], rule_scale: float, hea
         add(info["tree_structure"])
         trees.append(t)
     return {"format": MODEL_FORMAT, "features": list(features), "rule_scale": float(rule_scale), "head": int(head),
-            "trained": dict(trained or {}), "trees": trees}
+            "keep_language_order": bool(keep_language_order), "trained": dict(trained or {}), "trees": trees}
 
 
 def load_ranker(spec: str) -> TreeRanker | None:
@@ -331,10 +338,13 @@ def _ranker_from(data: Mapping, source: str) -> TreeRanker:
     head = int(data["head"])
     if head < 1 or not np.isfinite(float(data["rule_scale"])):
         raise ValueError(f"head must be >= 1 (got {head}) and rule_scale a finite number")
+    keep = data.get("keep_language_order", True)
+    if not isinstance(keep, bool):
+        raise ValueError(f"keep_language_order must be true or false (got {keep!r})")
     return TreeRanker(
         source=source, features=features, rule_scale=float(data["rule_scale"]), head=head,
         roots=np.array(roots, dtype=np.int64), feature=np.array(cols["feature"], dtype=np.int64),
         threshold=np.array(cols["threshold"], dtype=np.float64), left=np.array(cols["left"], dtype=np.int64),
         right=np.array(cols["right"], dtype=np.int64), value=value,
         missing=np.array(cols["missing"], dtype=np.int64), default_left=np.array(cols["default_left"], dtype=bool),
-        trained=dict(data.get("trained", {})))
+        trained=dict(data.get("trained", {})), keep_language_order=keep)

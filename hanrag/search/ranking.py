@@ -76,9 +76,10 @@ def learned_ranking(model: TreeRanker | None, features: Callable[[Sequence[int]]
 
     A reordered candidate scores its fused score plus the trees' correction over the rule scale (so the numbers
     stay on the fused scale, and ``--explain`` adds them up); the candidates past the head keep their fused order
-    below the head's lowest score. The candidates in the query's language keep the rule table's order among
-    themselves (:func:`hanrag.search.ranker.keep_language_order`: the model places the other languages' among them;
-    an explanation lists the scores handed over as ``language_order``). ``features(rows)``: the ranker features
+    below the head's lowest score. With a model that says so (``TreeRanker.keep_language_order``), the candidates in
+    the query's language keep the rule table's order among themselves (:func:`hanrag.search.ranker.keep_language_order`:
+    the model places the other languages' among them; an explanation lists the scores handed over as
+    ``language_order``). ``features(rows)``: the ranker features
     of those candidate indices (:meth:`hanrag.search.searcher.Searcher.ranking_features`). The plan records the
     model and how many it reordered (``QueryPlan.ranker``, ``QueryPlan.ranked``); with ``explain``,
     ``Ranking.learned`` holds what each feature added (the attribution costs about twice the scoring, so a search
@@ -100,9 +101,11 @@ def learned_ranking(model: TreeRanker | None, features: Callable[[Sequence[int]]
     else:
         correction = model.predict(X) / model.rule_scale
     learned_scores = np.asarray(base.scores[:len(head)]) + correction
-    # the head is in the rule table's order, so its own position is the rule score keep_language_order reads
-    scores = keep_language_order(learned_scores, -np.arange(len(head), dtype=np.float64),
-                                 X[:, model.features.index("same_language")] > 0.5)
+    scores = learned_scores
+    if model.keep_language_order:
+        # the head is in the rule table's order, so its own position is the rule score keep_language_order reads
+        scores = keep_language_order(learned_scores, -np.arange(len(head), dtype=np.float64),
+                                     X[:, model.features.index("same_language")] > 0.5)
     if learned:
         for j in np.flatnonzero(scores != learned_scores):
             learned[head[j]] = (*learned[head[j]], ("language_order", float(scores[j] - learned_scores[j])))
