@@ -76,6 +76,7 @@ def test_a_bad_model_file_is_named_with_its_problem(tmp_path: Path) -> None:
         "feature.json": json.dumps(_one_split(feature=[99, -1, -1])),
         "lengths.json": json.dumps(_one_split(value=[0.0])),
         "nan.json": json.dumps(_one_split(value=[0.0, float("nan"), 1.0])),
+        "keep.json": json.dumps({**_one_split(), "keep_language_order": "yes"}),
     }
     for name, text in cases.items():
         path = str(tmp_path / name)
@@ -87,7 +88,10 @@ def test_a_bad_model_file_is_named_with_its_problem(tmp_path: Path) -> None:
             load_ranker(path)
         assert path in str(err.value), name
     assert FEATURES[-1] in str(pytest.raises(RankerError, load_ranker, str(tmp_path / "features.json")).value)
-    assert load_ranker(_write(tmp_path, "good.json", json.dumps(_one_split()))).head == 50
+    good = load_ranker(_write(tmp_path, "good.json", json.dumps(_one_split())))
+    assert good.head == 50 and good.keep_language_order  # a model written before the key ran that way
+    plain = load_ranker(_write(tmp_path, "plain.json", json.dumps({**_one_split(), "keep_language_order": False})))
+    assert not plain.keep_language_order
 
 
 DOCS = [
@@ -160,6 +164,31 @@ def test_the_query_language_keeps_the_rule_tables_order(parts, tmp_path: Path) -
     for h in sunk.hits:
         assert h.explanation.fused + sum(dict(h.explanation.learned).values()) == pytest.approx(h.score, abs=1e-5)
     assert sunk.hits[-1].chunk.chunk_id == english[-1]  # where English sits among the others is the model's
+
+
+def test_a_model_run_as_trained_reorders_the_query_language_too(parts, tmp_path: Path) -> None:
+    """The same sinking model with ``keep_language_order`` false (how the bundled model runs): BM25's first English
+    passage goes below the other English ones, and nothing is handed over."""
+    spec = {**_one_split(feature=[FEATURES.index("bm25_rank"), -1, -1], threshold=[0.99, 0.0, 0.0],
+                         value=[0.0, 0.0, -100.0]), "keep_language_order": False}
+    query = "roll back a deployment"
+    rule = _searcher(parts, "").run(query, top_k=6, explain=True)
+    sunk = _searcher(parts, _write(tmp_path, "sink.json", json.dumps(spec))).run(query, top_k=6, explain=True)
+    english = [h.chunk.chunk_id for h in rule.hits if h.chunk.lang == "en"]
+    assert [h.chunk.chunk_id for h in sunk.hits if h.chunk.lang == "en"] == [*english[1:], english[0]]
+    assert sunk.hits[-1].chunk.chunk_id == english[0]
+    for h in sunk.hits:
+        assert "language_order" not in dict(h.explanation.learned)
+        assert h.explanation.fused + sum(dict(h.explanation.learned).values()) == pytest.approx(h.score, abs=1e-5)
+
+
+def test_the_bundled_model_says_how_it_is_run() -> None:
+    """The bundled trees run as the protocol chose them (``trained.run``: the row whose held-out mean it preferred)."""
+    model = load_ranker("lambdamart")
+    run = model.trained["run"]
+    assert model.keep_language_order == (run == "lambdarank-residual, language order kept")
+    means = model.trained["mean_held_out_ndcg@10"]
+    assert means[run] >= means["rule table"]
 
 
 def test_the_head_features_are_those_the_model_was_trained_on(parts) -> None:
