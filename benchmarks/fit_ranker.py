@@ -120,6 +120,9 @@ def reordered(rec: dict, head_scores: np.ndarray) -> np.ndarray:
     return out
 
 
+TREES = {"num_leaves": 7, "min_data_in_leaf": 40, "rounds": 150}  # the trees' size (--leaves, --min-leaf, --rounds)
+
+
 def train_lambdarank(records: list[dict], residual: bool, seed: int = 0):
     import lightgbm as lgb
 
@@ -130,9 +133,10 @@ def train_lambdarank(records: list[dict], residual: bool, seed: int = 0):
     init = np.concatenate([r["fused"] for r in usable]) * RULE_SCALE if residual else None
     data = lgb.Dataset(X, y, group=group, init_score=init, feature_name=list(FEATURES), free_raw_data=False)
     params = {"objective": "lambdarank", "metric": "ndcg", "ndcg_eval_at": [10], "lambdarank_truncation_level": 20,
-              "num_leaves": 7, "min_data_in_leaf": 40, "learning_rate": 0.05, "feature_fraction": 0.9,
-              "lambda_l2": 1.0, "verbose": -1, "seed": seed, "num_threads": 2, "deterministic": True}
-    return lgb.train(params, data, num_boost_round=150)
+              "num_leaves": TREES["num_leaves"], "min_data_in_leaf": TREES["min_data_in_leaf"], "learning_rate": 0.05,
+              "feature_fraction": 0.9, "lambda_l2": 1.0, "verbose": -1, "seed": seed, "num_threads": 2,
+              "deterministic": True}
+    return lgb.train(params, data, num_boost_round=TREES["rounds"])
 
 
 def score_model(model, rec: dict, residual: bool) -> np.ndarray:
@@ -161,7 +165,11 @@ def main() -> None:
                     help="write lambdarank-residual trained on every tuning set as hanrag's JSON model")
     ap.add_argument("--without", nargs="*", default=[], choices=FEATURES, metavar="FEATURE",
                     help="train with these features held constant (the trees never read them): a variant to compare")
+    ap.add_argument("--leaves", type=int, default=TREES["num_leaves"], help="leaves per tree")
+    ap.add_argument("--min-leaf", type=int, default=TREES["min_data_in_leaf"], help="candidates a leaf holds at least")
+    ap.add_argument("--rounds", type=int, default=TREES["rounds"], help="trees")
     args = ap.parse_args()
+    TREES.update(num_leaves=args.leaves, min_data_in_leaf=args.min_leaf, rounds=args.rounds)
     records, measured = load_records(args.records)
     for r in records:
         r["X"][:, [FEATURES.index(f) for f in args.without]] = 0.0
@@ -199,6 +207,7 @@ def main() -> None:
         args.json.write_text(json.dumps({
             **measured, "command": " ".join(sys.argv), "records": str(args.records), "without": args.without,
             "metric": "mean leave-one-set-out nDCG@10 (hanrag.eval), every query of a set weighing the same",
+            "trees": dict(TREES),
             "judgments": JUDGMENTS,
             "mean_held_out_ndcg@10": means, "held_out": rows,
             "rule": "a ranker replaces the rule table when its mean is higher and no set loses more than "
