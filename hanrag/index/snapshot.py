@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import mmap
+import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -76,12 +77,14 @@ class ChunkRecords(Sequence[Chunk]):
     def __init__(self, path: Path, offsets: np.ndarray) -> None:
         self.path = path
         self.offsets = offsets
-        self._fh = open(path, "rb")
-        size = path.stat().st_size
-        if size != int(offsets[-1]):
-            self._fh.close()
-            raise IndexLoadError(f"{path}: {size} bytes, the offsets index says {int(offsets[-1])}; rebuild the index")
-        self._map = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        # the map holds its own handle on the file (mmap duplicates the descriptor), so the file is closed here:
+        # an index no longer leaves an open file object for the collector to warn about
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size != int(offsets[-1]):
+                raise IndexLoadError(f"{path}: {size} bytes, the offsets index says {int(offsets[-1])}; "
+                                     "rebuild the index")
+            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         # decoded records of recent hits: a search reads its candidates' records more than once (ids, texts,
         # then the hits), and popular chunks recur across searches; 8192 records are a few MB
         self._cached = functools.lru_cache(maxsize=8192)(self._decode)
