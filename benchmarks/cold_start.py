@@ -18,12 +18,14 @@ On a copy of the corpus (default: the demo corpus) it builds an index, then prin
    needs alone (the edited file's scripts); goal <= 2x.
 
 The machine is shared (2 cores): every figure is the median of ``--repeat`` runs and the goals are
-ratios within this one run.
+ratios within this one run. ``--json PATH`` also writes the figures, with the commit they measured
+(``benchmarks/results/cold-start.json``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -33,6 +35,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from evalsets import measured_what
 
 from hanrag.bundled import SAMPLE_CORPUS
 
@@ -49,6 +53,7 @@ LOADS = {
     "model": ("import sys\nfrom hanrag.config import load_config\nfrom hanrag.embed import load_embedder\n"
               "load_embedder(load_config(sys.argv[1]).embedder).encode_queries(['롤백 절차'])"),
 }
+RECORD: dict[str, object] = {}  # what each part measured, in seconds (--json)
 # a module in the search process -> the load it stands for
 MODULE_LOAD = {"kiwipiepy": "kiwi", "jieba": "jieba", "opencc": "opencc", "hanja": "hanja"}
 
@@ -117,6 +122,8 @@ def report_cold(index: Path, config: Path, queries: list[str], loads: dict[str, 
         over = (took - total) / total
         print(f"{q:<28} {took:>6.2f}s {'+'.join(parts):<28} {total:>6.2f}s {over:>+8.0%}  "
               f"{'ok' if over <= 0.30 else 'MISSED'}")
+        RECORD.setdefault("cold_search", []).append({"query": q, "cold_s": round(took, 3), "needs": parts,
+                                                     "loads_s": round(total, 3), "overhead": round(over, 3)})
 
 
 def start_server(index: Path, config: Path, port: int) -> tuple[subprocess.Popen, float]:
@@ -170,6 +177,8 @@ def report_serve(index: Path, config: Path, queries: list[str], repeat: int) -> 
             ratio = first / p50
             print(f"first query {first * 1000:.0f} ms, steady p50 {p50 * 1000:.0f} ms over {len(steady)}: "
                   f"{ratio:.1f}x  goal <= 2x  {'ok' if ratio <= 2 else 'MISSED'}")
+            RECORD["server"] = {"ready_s": round(ready_s, 3), "first_query_s": round(first, 4),
+                                "steady_p50_s": round(p50, 4), "cli_via_server": []}
             print("\n## 2. CLI search with the server running vs the server's own latency (p50)")
             print(f"{'query':<28} {'CLI':>8} {'server':>8} {'ratio':>6}  goal <= 3x")
             for q in queries:
@@ -177,6 +186,8 @@ def report_serve(index: Path, config: Path, queries: list[str], repeat: int) -> 
                 via = median_wall(cli("search", str(index), q, "--config", str(config), "--json"), repeat)
                 print(f"{q:<28} {via * 1000:>6.0f}ms {own * 1000:>6.0f}ms {via / own:>5.1f}x  "
                       f"{'ok' if via <= 3 * own else 'MISSED'}")
+                RECORD["server"]["cli_via_server"].append({"query": q, "cli_s": round(via, 4),
+                                                           "server_s": round(own, 4)})
             bare = median_wall([PY, "-c", "pass"], repeat)
             print(f"(a bare interpreter start here: {bare * 1000:.0f} ms)")
     finally:
@@ -214,6 +225,8 @@ def report_rebuild(corpus: Path, index: Path, config: Path, loads: dict[str, flo
     print(f"edited {target.name}: rebuild {took:.2f}s (median of {repeat}); analyzers it needs "
           f"({'+'.join(needed) or 'none'}) load in {base:.2f}s: {took / base:.1f}x  goal <= 2x  "
           f"{'ok' if took <= 2 * base else 'MISSED'}")
+    RECORD["rebuild"] = {"file": target.name, "rebuild_s": round(took, 3), "needs": needed,
+                         "loads_s": round(base, 3)}
 
 
 def main() -> None:
@@ -222,7 +235,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--query", action="append", help="queries of parts 1 and 2 (repeatable)")
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: cold,serve,rebuild")
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args()
+    measured = measured_what()  # before the run: a commit made while it runs is not what it measured
     queries = args.query or ["kubernetes probes", "롤백 절차", "甲木 용신", "how do I undo a release"]
     skip = set(args.skip.split(","))
     with tempfile.TemporaryDirectory(prefix="hanrag-cold-") as tmp:
@@ -236,12 +251,18 @@ def main() -> None:
         print(f"# cold start on {args.corpus} (built in {took:.1f}s; medians of {args.repeat} runs; "
               f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
         loads = load_times(config, args.repeat)
+        RECORD.update(build_s=round(took, 3), loads_s={k: round(v, 3) for k, v in loads.items()})
         if "cold" not in skip:
             report_cold(index, config, queries, loads, args.repeat)
         if "serve" not in skip:
             report_serve(index, config, queries, args.repeat)
         if "rebuild" not in skip:
             report_rebuild(corpus, index, config, loads, args.repeat)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
+            **measured, "command": " ".join(sys.argv), "repeat": args.repeat, "cpus": os.cpu_count(),
+            "load_avg": os.getloadavg()[0], **RECORD}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
