@@ -44,7 +44,7 @@ from hanrag.search.ranker import FEATURES, from_lightgbm, keep_language_order
 RULE_COLUMN = FEATURES.index("rule_fused")
 SAME_COLUMN = FEATURES.index("same_language")
 MAX_SET_LOSS = 0.01  # nDCG@10 a held-out tuning set may lose to a ranker that replaces the rule table
-KEPT = "lambdarank-residual, language order kept"  # the residual trees as a search runs them (the bundled model)
+KEPT = "lambdarank-residual, language order kept"  # the residual trees, the query language keeping the table's order
 HEAD = 50  # candidates a learned ranker reorders (the rule table's top 50; nDCG@10 reads the top 10)
 RULE_SCALE = 10.0  # the residual trees start from this times the rule table's score (LightGBM init_score)
 
@@ -120,10 +120,11 @@ def reordered(rec: dict, head_scores: np.ndarray) -> np.ndarray:
     return out
 
 
-TREES = {"num_leaves": 7, "min_data_in_leaf": 40, "rounds": 150}  # the trees' size (--leaves, --min-leaf, --rounds)
+# the bundled trees' size (--leaves, --min-leaf, --rounds)
+TREES = {"num_leaves": 7, "min_data_in_leaf": 40, "rounds": 150}
 
 
-def train_lambdarank(records: list[dict], residual: bool, seed: int = 0):
+def train_lambdarank(records: list[dict], residual: bool, seed: int = 0, trees: dict[str, int] = TREES):
     import lightgbm as lgb
 
     usable = [r for r in records if r["grade"].any()]
@@ -133,10 +134,10 @@ def train_lambdarank(records: list[dict], residual: bool, seed: int = 0):
     init = np.concatenate([r["fused"] for r in usable]) * RULE_SCALE if residual else None
     data = lgb.Dataset(X, y, group=group, init_score=init, feature_name=list(FEATURES), free_raw_data=False)
     params = {"objective": "lambdarank", "metric": "ndcg", "ndcg_eval_at": [10], "lambdarank_truncation_level": 20,
-              "num_leaves": TREES["num_leaves"], "min_data_in_leaf": TREES["min_data_in_leaf"], "learning_rate": 0.05,
+              "num_leaves": trees["num_leaves"], "min_data_in_leaf": trees["min_data_in_leaf"], "learning_rate": 0.05,
               "feature_fraction": 0.9, "lambda_l2": 1.0, "verbose": -1, "seed": seed, "num_threads": 2,
               "deterministic": True}
-    return lgb.train(params, data, num_boost_round=TREES["rounds"])
+    return lgb.train(params, data, num_boost_round=trees["rounds"])
 
 
 def score_model(model, rec: dict, residual: bool) -> np.ndarray:
@@ -169,7 +170,7 @@ def main() -> None:
     ap.add_argument("--min-leaf", type=int, default=TREES["min_data_in_leaf"], help="candidates a leaf holds at least")
     ap.add_argument("--rounds", type=int, default=TREES["rounds"], help="trees")
     args = ap.parse_args()
-    TREES.update(num_leaves=args.leaves, min_data_in_leaf=args.min_leaf, rounds=args.rounds)
+    trees = {"num_leaves": args.leaves, "min_data_in_leaf": args.min_leaf, "rounds": args.rounds}
     records, measured = load_records(args.records)
     for r in records:
         r["X"][:, [FEATURES.index(f) for f in args.without]] = 0.0
@@ -189,7 +190,7 @@ def main() -> None:
         rows["linear"][g] = float(np.mean([ndcg(r, reordered(r, h["X"] @ w))
                                            for r, h in zip(test, test_heads, strict=True)]))
         for name, residual in (("lambdarank", False), ("lambdarank-residual", True)):
-            model = train_lambdarank(heads, residual)
+            model = train_lambdarank(heads, residual, trees=trees)
             scores = [score_model(model, h, residual) for h in test_heads]
             rows[name][g] = float(np.mean([ndcg(r, reordered(r, s)) for r, s in zip(test, scores, strict=True)]))
         # the residual trees' scores (the last pass) as a search uses them
@@ -207,14 +208,14 @@ def main() -> None:
         args.json.write_text(json.dumps({
             **measured, "command": " ".join(sys.argv), "records": str(args.records), "without": args.without,
             "metric": "mean leave-one-set-out nDCG@10 (hanrag.eval), every query of a set weighing the same",
-            "trees": dict(TREES),
+            "trees": trees,
             "judgments": JUDGMENTS,
             "mean_held_out_ndcg@10": means, "held_out": rows,
             "rule": "a ranker replaces the rule table when its mean is higher and no set loses more than "
                     f"{MAX_SET_LOSS}",
             "replaces_rule_table": verdict}, indent=1))
     if args.export:
-        export(records, measured, means, args.export, keep_order(means, verdict))
+        export(records, measured, means, args.export, keep_order(means, verdict), trees)
 
 
 def keep_order(means: dict[str, float], verdict: dict[str, bool]) -> bool:
@@ -224,16 +225,17 @@ def keep_order(means: dict[str, float], verdict: dict[str, bool]) -> bool:
     return not (verdict[plain] and means[plain] > means[KEPT])
 
 
-def export(records: list[dict], measured: dict, means: dict[str, float], path: Path, keep: bool) -> None:
+def export(records: list[dict], measured: dict, means: dict[str, float], path: Path, keep: bool,
+           trees: dict[str, int]) -> None:
     """Train the residual trees on every tuning set's head, the rule column from the shipped weights (the rule
     table a search runs), and write them as hanrag's model, run with the query language's order kept or not."""
     heads = [_head(r) for r in with_rule(records, {})]
-    model = train_lambdarank(heads, residual=True)
+    model = train_lambdarank(heads, residual=True, trees=trees)
     trained = {**{k: measured[k] for k in ("commit", "uncommitted_changes", "date") if k in measured},
                "command": " ".join(sys.argv), "sets": sorted({r["set"] for r in records}),
                "queries": len(records), "objective": "LightGBM lambdarank, init score = rule_scale x rule_fused",
                "mean_held_out_ndcg@10": {k: round(v, 4) for k, v in means.items()},
-               "run": KEPT if keep else "lambdarank-residual"}
+               "run": KEPT if keep else "lambdarank-residual", "trees": trees}
     out = from_lightgbm(model.dump_model(), FEATURES, RULE_SCALE, HEAD, trained, keep_language_order=keep)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, separators=(",", ":")) + "\n", encoding="utf-8")
