@@ -153,13 +153,14 @@ def build(n: int, index_dir: Path, weight: float) -> dict[str, Any]:
     chunks = synthetic_chunks(n)
     gen_s = time.perf_counter() - t
     cfg = Config()
-    report = build_from_chunks(chunks, index_dir, cfg, embedder=projection_embedder(weight), progress=False)
+    embedder = projection_embedder(weight)
+    report = build_from_chunks(chunks, index_dir, cfg, embedder=embedder, progress=False)
     snap = index_dir / "snapshots" / report.snapshot
     files = {p.relative_to(snap).as_posix(): p.stat().st_size for p in snap.rglob("*") if p.is_file()}
     cache = sum(p.stat().st_size for p in (index_dir / "cache").rglob("*") if p.is_file())
     return {"generate_s": round(gen_s, 2), "timings": report.timings, "build_s": report.timings.get("total"),
             "duplicates": report.dedup.get("duplicates"), "index_bytes": sum(files.values()),
-            "files_bytes": files, "cache_bytes": cache, "build_rss_peak_gb": rss_gb()[1]}
+            "files_bytes": files, "cache_bytes": cache, "build_rss_peak_gb": rss_gb()[1], "vector_dim": embedder.dim}
 
 
 def queries(n: int, count: int, seed: int = 1) -> list[tuple[str, str]]:
@@ -278,7 +279,7 @@ def main() -> None:
     t = b["timings"]
     result = {
         "chunks": args.chunks,
-        "vector_dim": projection_embedder(args.cross_lingual_weight).dim,
+        "vector_dim": b.get("vector_dim"),  # the index's (a --serve-again of an index built before: unknown)
         "cross_lingual_weight": args.cross_lingual_weight,
         "build_s": b["build_s"],
         "build_stages_s": {k: t.get(k) for k in ("tokenize", "embedding", "dedup", "sparse", "write", "ann",
