@@ -52,6 +52,17 @@ class IndexBackend(Protocol):
         """Inner-product top-k for one L2-normalised query vector, best first, filters applied first."""
         ...
 
+    def dense_scan_shared(self) -> bool:
+        """Whether :meth:`dense_search_each` costs about one search however many filters it is given (it scores
+        every row once for all of them); when not, separate searches may as well run side by side."""
+        ...
+
+    def dense_search_each(self, qvec: np.ndarray, k: int, filters: Sequence[Filters | None]
+                          ) -> list[list[tuple[str, float]]]:
+        """:meth:`dense_search` of one query vector under each of ``filters``, one list per filter, each exactly
+        what ``dense_search`` gives; a backend that scans every row scores them once for all."""
+        ...
+
     def dense_scores(self, qvec: np.ndarray, chunk_ids: Sequence[str]) -> np.ndarray:
         """Exact inner products of the given chunks with the query vector."""
         ...

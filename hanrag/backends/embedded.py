@@ -36,6 +36,10 @@ OVERSAMPLE = 1.5  # graph candidates per wanted result, over 1/allowed share
 # allowed: gather 17.4 ms, scanning all and masking 12.5 ms; scale.py); above 1/GATHER_COST of the
 # index, scanning everything under the mask is the faster exact search
 GATHER_COST = 4
+# below this many rows, searches of one query vector under several filters (a hybrid search's own dense search and
+# its per-language pools) share one scan of every vector rather than walking the graph once per filter, side by side
+# (benchmarks/scale.py: hybrid_p50_ms against hybrid_graph_p50_ms)
+SHARED_SCAN_MAX_ROWS = 400_000
 
 
 class EmbeddedBackend:
@@ -46,6 +50,7 @@ class EmbeddedBackend:
         self._masks: OrderedDict[Filters, np.ndarray] = OrderedDict()
         # searches run side by side (server threads, a query's BM25 and dense retrieval): the LRU is shared
         self._masks_lock = threading.Lock()
+        self.shared_scan_max_rows = SHARED_SCAN_MAX_ROWS
 
     @classmethod
     def open(cls, index_dir: str | Path, *, verify: bool | str = True) -> EmbeddedBackend:
@@ -128,6 +133,23 @@ class EmbeddedBackend:
             return []
         rows, scores = self.dense_top_k(qvec, k, self.mask(filters))
         return self._ids(rows, scores)
+
+    def dense_scan_shared(self) -> bool:
+        """Whether :meth:`dense_search_each` scores every row once for all its filters: on an index without a graph,
+        or with fewer rows than :attr:`shared_scan_max_rows` (``SHARED_SCAN_MAX_ROWS``)."""
+        return self.snapshot.ann is None or len(self.snapshot) < self.shared_scan_max_rows
+
+    def dense_search_each(self, qvec: np.ndarray, k: int, filters: Sequence[Filters | None]
+                          ) -> list[list[tuple[str, float]]]:
+        if k <= 0:
+            return [[] for _ in filters]
+        masks = [self.mask(f) for f in filters]
+        if not self.dense_scan_shared():
+            return [self._ids(*self.dense_top_k(qvec, k, m)) for m in masks]
+        # an exact search under a mask scans every row and masks the scores (dense.top_k): one scan serves all, and
+        # on an index that has a graph it gives the exact top-k where the walks would give an approximate one
+        scores = dense.inner_products(self.snapshot.embeddings, qvec)
+        return [self._ids(*dense.top_k_scores(scores, k, m)) for m in masks]
 
     def dense_top_k(self, qvec: np.ndarray, k: int, mask: np.ndarray, *, exact: bool = False
                     ) -> tuple[np.ndarray, np.ndarray]:

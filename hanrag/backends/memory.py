@@ -98,9 +98,19 @@ class MemoryBackend:
         return self.sparse.ceiling(query)
 
     def dense_search(self, qvec: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[str, float]]:
+        return self.dense_search_each(qvec, k, [filters])[0]
+
+    def dense_scan_shared(self) -> bool:
+        return True
+
+    def dense_search_each(self, qvec: np.ndarray, k: int, filters: Sequence[Filters | None]
+                          ) -> list[list[tuple[str, float]]]:
         if k <= 0:
-            return []
+            return [[] for _ in filters]
         scores = self.vectors @ np.asarray(qvec, dtype=np.float32).reshape(-1)
+        return [self._best(scores, k, f) for f in filters]
+
+    def _best(self, scores: np.ndarray, k: int, filters: Filters | None) -> list[tuple[str, float]]:
         cand = np.flatnonzero(self._mask(filters))
         if len(cand) > k:
             cand = cand[np.argpartition(-scores[cand], k - 1)[:k]]

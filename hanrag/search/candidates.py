@@ -80,9 +80,12 @@ class Candidates:
     offsets: Mapping[str, float] = field(default_factory=dict)  # per-language dense offsets (cross-lingual centring)
     bm25_scales: Mapping[str, float] = field(default_factory=dict)  # per-language BM25 factors (lexical parity)
     offset_weights: Mapping[str, float] = field(default_factory=dict)  # chunk id -> factor on its language's offset
+    # language -> its dense pool ((chunk id, cosine), best first), drawn with the query's own dense search when the
+    # backend scores every row once for all (the cross-lingual stage draws them itself otherwise)
+    pools: Mapping[str, tuple[tuple[str, float], ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("weights", "bm25", "dense", "chunks", "offsets", "bm25_scales", "offset_weights"):
+        for name in ("weights", "bm25", "dense", "chunks", "offsets", "bm25_scales", "offset_weights", "pools"):
             object.__setattr__(self, name, frozen_map(getattr(self, name)))
         object.__setattr__(self, "ids", tuple(self.ids))
         object.__setattr__(self, "qvec", read_only(self.qvec))

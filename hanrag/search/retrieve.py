@@ -9,22 +9,22 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hanrag.backends.base import IndexBackend
-from hanrag.index.dense import ANN_MIN_ROWS
+from hanrag.records import Filters
 from hanrag.search.candidates import Candidates, Planned, Request
 
 if TYPE_CHECKING:
     from hanrag.search.searcher import StageTimes
 
-# from the size where the embedded backend walks its HNSW graph, a dense search costs over 10 ms
-# (benchmarks/scale.py) and BM25 can run beside it
-PARALLEL_MIN_ROWS = ANN_MIN_ROWS
+# from this size a dense search costs over 10 ms, a scan of every vector as a walk of the graph
+# (benchmarks/scale.py), and BM25 can run beside it
+PARALLEL_MIN_ROWS = 100_000
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -44,10 +44,14 @@ class Retriever:
     """Draws a query's candidates from one backend; ``embed`` turns a query into its vector."""
 
     def __init__(self, backend: IndexBackend, embed: Callable[[str], np.ndarray],
-                 neutral: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
+                 neutral: Callable[[np.ndarray], np.ndarray] | None = None,
+                 pools_wanted: Callable[[Request], Mapping[str, Filters]] = lambda request: {}) -> None:
         self.backend = backend
         self.embed = embed
         self.neutral = neutral  # the query vector made language-neutral (Evidence.neutral) before any dense step
+        # the per-language dense pools the cross-lingual stage will draw for a request (language -> its filters;
+        # Widener.pools_wanted): drawn here, with the query's own dense search, when the backend shares one scan
+        self.pools_wanted = pools_wanted
         self._parallel: bool | None = None  # dense side in a worker (large indexes; decided on first search)
 
     def large(self) -> bool:
@@ -63,17 +67,21 @@ class Retriever:
         qvec = request.qvec
         bm25: dict[str, float] = {}
         dense: dict[str, float] = {}
+        pools: dict[str, tuple[tuple[str, float], ...]] = {}
+        # one scan of every vector serves the query's own search and each language's pool: on an index searched
+        # exactly, four scans were most of a hybrid search's time (benchmarks/scale.py)
+        wanted = self.pools_wanted(request) if mode == "hybrid" and self.backend.dense_scan_shared() else {}
 
-        def dense_side() -> tuple[np.ndarray, dict[str, float]]:
+        def dense_side() -> tuple[np.ndarray, dict[str, float], dict[str, tuple[tuple[str, float], ...]]]:
             t = time.perf_counter()
             vec = self.embed(request.query) if request.qvec is None else request.qvec
             if self.neutral is not None:
                 vec = self.neutral(vec)
             times.embed = time.perf_counter() - t
             t = time.perf_counter()
-            found = dict(self.backend.dense_search(vec, k, filters))
+            found, *each = self.backend.dense_search_each(vec, k, [filters, *wanted.values()])
             times.dense = time.perf_counter() - t
-            return vec, found
+            return vec, dict(found), {lang: tuple(hits) for lang, hits in zip(wanted, each, strict=True)}
 
         # hybrid on a large index: the dense side runs in a worker while BM25 runs here (the HNSW walk and BLAS
         # release the GIL; at 1M chunks BM25's time hides behind the graph walk's). On a small index both take
@@ -89,10 +97,10 @@ class Retriever:
                 raise
             times.bm25 = time.perf_counter() - t
         if pending is not None:
-            qvec, dense = pending.result()
+            qvec, dense, pools = pending.result()
         elif mode != "bm25":
-            qvec, dense = dense_side()
+            qvec, dense, pools = dense_side()
         ids = list(dict.fromkeys([*bm25, *dense]))
         # no backend round trip for an empty candidate set (the caller returns early)
         chunks = dict(zip(ids, self.backend.get_chunks(ids), strict=True)) if ids else {}
-        return Candidates(planned.plan, planned.weights, qvec, bm25, dense, tuple(ids), chunks)
+        return Candidates(planned.plan, planned.weights, qvec, bm25, dense, tuple(ids), chunks, pools=pools)

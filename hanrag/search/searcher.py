@@ -94,7 +94,8 @@ class Searcher:
         self.ranker = load_ranker(cfg.search.ranker)
         self.evidence = Evidence(backend, analyzer)
         self.retriever = Retriever(backend, lambda query: self.embed_query(query),
-                                   self.evidence.neutral if cfg.search.language_neutral_query else None)
+                                   self.evidence.neutral if cfg.search.language_neutral_query else None,
+                                   lambda request: self.widener.pools_wanted(request))
         self.widener = Widener(backend, cfg, analyzer, self.planner, self.evidence, self.retriever.large)
 
     # -- pieces -------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -121,6 +121,17 @@ class Widener:
             self._index_langs = langs or LANGS
         return self._index_langs
 
+    def pools_wanted(self, request: Request) -> dict[str, Filters]:
+        """The per-language dense pools this stage is sure to draw for ``request`` (language -> its filters), so
+        that retrieval can draw them with the query's own search: every language's, in a hybrid search of an index
+        of more than one language whose languages always compete (``search.xling_compete = "always"``, centred);
+        none otherwise (the stage decides on the query's evidence and draws them itself)."""
+        sc = self.cfg.search
+        if (request.mode != "hybrid" or not sc.cross_lingual or sc.xling_compete != "always"
+                or sc.xling_calibration != "center" or len(self.index_langs()) < 2):
+            return {}
+        return {lang: with_lang(request.filters, lang) for lang in self.index_langs()}
+
     # -- the stage ----------------------------------------------------------------------------------
     def widen(self, request: Request, cand: Candidates, times: StageTimes) -> Candidates:
         """The candidates after the cross-lingual stage (``cand`` itself when nothing changed): corpus links;
@@ -161,7 +172,8 @@ class Widener:
         by_lang = self.evidence_by_language(cand, ceiling) if compete else {}
         if compete and sc.xling_calibration == "center" and cand.qvec is not None:
             t = time.perf_counter()
-            offsets, dense, chunks = self.language_pools(request, cand.qvec, cand.plan.lang, cand.dense, cand.chunks)
+            offsets, dense, chunks = self.language_pools(request, cand.qvec, cand.plan.lang, cand.dense, cand.chunks,
+                                                         cand.pools)
             # a query that competes only by xling_compete = "always" (strong own-language evidence): a share of each
             # language's centring, all of it for a language with lexical evidence of its own (Widener.share)
             shares = {lang: 1.0 if weak_own else self.share(by_lang.get(lang, 0.0)) for lang in offsets}
@@ -262,14 +274,14 @@ class Widener:
 
     # -- per-language dense pools -------------------------------------------------------------------
     def language_pools(self, request: Request, qvec: np.ndarray, own: str, dense: Mapping[str, float],
-                       chunks: Mapping[str, Chunk]
+                       chunks: Mapping[str, Chunk], drawn: Mapping[str, Sequence[tuple[str, float]]] | None = None
                        ) -> tuple[dict[str, float], dict[str, float], dict[str, Chunk]]:
         """Draw dense candidates per corpus language and centre each language on its own pool.
 
         Returns per-language offsets (pool mean minus the query language's pool mean): subtracting them puts
         every language's candidates on the same footing, so a strongly same-language-biased encoder no longer
         buries the other script; and new dense scores and chunks (``dense`` and ``chunks`` with each pool's
-        new candidates added).
+        new candidates added). ``drawn``: pools retrieval already drew (:attr:`Candidates.pools`), used as they are.
         """
         dense, chunks = dict(dense), dict(chunks)
         means: dict[str, float] = {}
@@ -280,8 +292,13 @@ class Widener:
 
         # on a large index the pools are searched side by side (the graph walk and BLAS release the GIL): one
         # after another they tripled a hybrid search's time at 100,000 chunks (scale-100000-compete-*.json)
-        pools = (list(dense_workers().map(pool, langs)) if len(langs) > 1 and self.large()
-                 else [pool(lang) for lang in langs])
+        drawn = drawn or {}
+        if all(lang in drawn for lang in langs):
+            pools = [list(drawn[lang]) for lang in langs]
+        elif len(langs) > 1 and self.large():
+            pools = list(dense_workers().map(pool, langs))
+        else:
+            pools = [pool(lang) for lang in langs]
         for lang, hits in zip(langs, pools, strict=True):
             if not hits:
                 continue

@@ -120,6 +120,34 @@ def test_exact_filtered_search_gathers_few_rows_and_scans_under_a_broad_mask(ann
     assert gathered == [int(backend.mask(Filters(source_glob="d1?.md")).sum())] == [100]
 
 
+def test_one_scan_serves_every_filter_below_the_shared_scan_size(ann_index, monkeypatch) -> None:
+    """Below ``shared_scan_max_rows`` a graph is not walked for ``dense_search_each``: the rows are scored once for
+    all its filters, giving per filter the exact search's top-k; above it, the graph is walked per filter."""
+    index, vectors = ann_index
+    backend = EmbeddedBackend.open(index)
+    walks, scans = [], []
+    real_walk, real_scan = backend.snapshot.ann.search, dense.inner_products
+    monkeypatch.setattr(backend.snapshot.ann, "search", lambda q, c: walks.append(c) or real_walk(q, c))
+    monkeypatch.setattr(dense, "inner_products", lambda *a: scans.append(1) or real_scan(*a))
+    monkeypatch.setattr("hanrag.backends.embedded.EXACT_FILTERED_MAX", 100)  # a 1k-row filter takes the graph
+    q = vectors[33]
+    filters = [None, Filters(lang=("ko",)), Filters(lang=("zh",)), Filters(lang=("en",), source_glob="d1*.md")]
+    assert backend.dense_scan_shared()
+    each = backend.dense_search_each(q, 15, filters)
+    assert len(scans) == 1 and not walks
+    for got, f in zip(each, filters, strict=True):
+        rows, scores = dense.top_k(backend.snapshot.embeddings, q, 15, mask=backend.mask(f))
+        exact = zip(rows.tolist(), scores.astype(np.float64).tolist(), strict=True)
+        assert got == [(f"c{r:05d}", s) for r, s in exact]
+    assert all(backend.get_chunks([cid])[0].lang == "zh" for cid, _ in each[2]) and len(each[2]) == 15
+    assert backend.dense_search_each(q, 0, filters) == [[], [], [], []]
+    backend.shared_scan_max_rows = N  # an index this size walks its graph, once per filter
+    assert not backend.dense_scan_shared()
+    scans.clear()
+    walked = backend.dense_search_each(q, 15, filters[:3])
+    assert len(walks) == 3 and walked == [backend.dense_search(q, 15, f) for f in filters[:3]]
+
+
 def test_records_are_read_by_row_and_id(ann_index) -> None:
     index, _ = ann_index
     snap = open_snapshot(index)

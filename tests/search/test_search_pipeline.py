@@ -163,7 +163,7 @@ def test_hybrid_runs_the_dense_side_beside_bm25_and_fails_cleanly(parts, embedde
     s = make(parts, embedder)
     monkeypatch.setattr("hanrag.search.retrieve.PARALLEL_MIN_ROWS", 1)  # the parallel path on a tiny index
     seen = {}
-    real_dense, real_sparse = s.backend.dense_search, s.backend.sparse_search
+    real_dense, real_sparse = s.backend.dense_search_each, s.backend.sparse_search
 
     def dense(*a, **kw):
         seen.setdefault("dense", []).append(threading.current_thread().name)
@@ -173,10 +173,10 @@ def test_hybrid_runs_the_dense_side_beside_bm25_and_fails_cleanly(parts, embedde
         seen["sparse"] = threading.current_thread().name
         return real_sparse(*a, **kw)
 
-    monkeypatch.setattr(s.backend, "dense_search", dense)
+    monkeypatch.setattr(s.backend, "dense_search_each", dense)
     monkeypatch.setattr(s.backend, "sparse_search", sparse)
     hybrid = s.search("갑목 용신", top_k=3, mode="hybrid", explain=True)
-    # the first dense search (the cross-lingual stage may add per-language ones later) ran in a worker
+    # the dense side (the query's own search, and each language's pool with it) ran in a worker
     assert seen["dense"][0].startswith("hanrag-dense") and seen["sparse"] == threading.current_thread().name
     check_consistent(hybrid)
     assert any(h.explanation.bm25_raw and h.explanation.dense_raw for h in hybrid)  # both sides reached fusion

@@ -342,6 +342,7 @@ def test_per_language_pools_side_by_side_give_what_one_after_another_gives(parts
     def widened(large: bool):
         s = make(parts, embedder)
         monkeypatch.setattr(s.widener, "large", lambda: large)
+        monkeypatch.setattr(s.backend, "dense_scan_shared", lambda: False)  # the pools are the stage's to draw
         calls: list[str] = []
         search = s.backend.dense_search
 
@@ -358,6 +359,37 @@ def test_per_language_pools_side_by_side_give_what_one_after_another_gives(parts
     assert side.dense == serial.dense and side.ids == serial.ids and set(side.chunks) == set(serial.chunks)
     assert any(n.startswith("hanrag-dense") for n in side_calls)
     assert not any(n.startswith("hanrag-dense") for n in serial_calls)
+
+
+def test_pools_drawn_with_the_own_search_give_what_the_stage_draws(parts, embedder, monkeypatch):
+    """A backend that scores every row once for all filters draws each language's pool with the query's own dense
+    search, in one call; the widened candidates are exactly those of pools the cross-lingual stage draws itself."""
+    def widened(shared: bool):
+        s = make(parts, embedder)
+        monkeypatch.setattr(s.backend, "dense_scan_shared", lambda: shared)
+        calls: list[int] = []
+        each = s.backend.dense_search_each  # the memory backend's dense_search is one of these too
+
+        def counted(qvec, k, filters):
+            calls.append(len(filters))
+            return each(qvec, k, filters)
+
+        monkeypatch.setattr(s.backend, "dense_search_each", counted)
+        found = stages(s)[0]
+        return found["retrieved"][0], found["widened"][0], calls
+
+    retrieved, shared, shared_calls = widened(True)
+    assert set(retrieved.pools) == {"ko", "zh", "en"} and shared_calls == [4]  # own search and three pools: one call
+    _, apart, apart_calls = widened(False)
+    assert apart_calls == [1, 1, 1, 1]
+    assert shared.offsets and shared.offsets == apart.offsets
+    assert shared.dense == apart.dense and shared.ids == apart.ids and set(shared.chunks) == set(apart.chunks)
+    # drawn ahead only when the stage is sure to draw them: hybrid, and languages that always compete
+    s = make(parts, embedder)
+    assert set(s.widener.pools_wanted(Request(QUERY, 10, "hybrid", None, None, 400))) == {"ko", "zh", "en"}
+    assert not s.widener.pools_wanted(Request(QUERY, 10, "dense", None, None, 400))
+    s.cfg.search.xling_compete = "weak"  # then the stage decides on the query's evidence
+    assert not s.widener.pools_wanted(Request(QUERY, 10, "hybrid", None, None, 400))
 
 
 def test_the_evidence_per_language_has_its_ablation_rows():

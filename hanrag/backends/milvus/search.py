@@ -156,6 +156,14 @@ class SearchMixin(ReadsMixin):
         vec = np.asarray(qvec, dtype=np.float32).reshape(-1).tolist()
         return self._search("dense", vec, k, expr, self._dense_params(k))
 
+    def dense_scan_shared(self) -> bool:
+        return False
+
+    def dense_search_each(self, qvec: np.ndarray, k: int, filters: Sequence[Filters | None]
+                          ) -> list[list[tuple[str, float]]]:
+        # Milvus searches its own index per request: nothing is shared between the filters
+        return [self.dense_search(qvec, k, f) for f in filters]
+
     def _dense_params(self, k: int) -> dict[str, Any]:
         params: dict[str, Any] = {}
         if self.mcfg.dense_index.upper() == "HNSW":
