@@ -39,7 +39,7 @@ GATHER_COST = 4
 # below this many rows, searches of one query vector under several filters (a hybrid search's own dense search and
 # its per-language pools) share one scan of every vector rather than walking the graph once per filter, side by side
 # (benchmarks/scale.py: hybrid_p50_ms against hybrid_graph_p50_ms)
-SHARED_SCAN_MAX_ROWS = 400_000
+SHARED_SCAN_MAX_ROWS = 500_000
 
 
 class EmbeddedBackend:
