@@ -22,7 +22,7 @@ from hanrag.search.candidates import Candidates, Planned, Request
 if TYPE_CHECKING:
     from hanrag.search.searcher import StageTimes
 
-# from this size a dense search costs over 10 ms, a scan of every vector as a walk of the graph
+# from this size a dense search costs over 10 ms, whether it scans every vector or walks the graph
 # (benchmarks/scale.py), and BM25 can run beside it
 PARALLEL_MIN_ROWS = 100_000
 
