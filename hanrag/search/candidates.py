@@ -48,9 +48,13 @@ class Request:
     filters: Filters | None
     qvec: np.ndarray | None  # a query vector given by the caller (benchmarks' cached vectors); None: embed the query
     k: int  # how many candidates each retriever draws (fusion and, when on, the reranker)
+    # language -> the filters of its dense pool, drawn by retrieval with the query's own dense search (one scan of
+    # the vectors serves them all: Widener.pools_wanted); empty: the cross-lingual stage draws what it needs itself
+    pools: Mapping[str, Filters] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "qvec", read_only(self.qvec))
+        object.__setattr__(self, "pools", frozen_map(self.pools))
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hanrag.backends.base import IndexBackend
-from hanrag.records import Filters
 from hanrag.search.candidates import Candidates, Planned, Request
 
 if TYPE_CHECKING:
@@ -44,14 +43,10 @@ class Retriever:
     """Draws a query's candidates from one backend; ``embed`` turns a query into its vector."""
 
     def __init__(self, backend: IndexBackend, embed: Callable[[str], np.ndarray],
-                 neutral: Callable[[np.ndarray], np.ndarray] | None = None,
-                 pools_wanted: Callable[[Request], Mapping[str, Filters]] = lambda request: {}) -> None:
+                 neutral: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
         self.backend = backend
         self.embed = embed
         self.neutral = neutral  # the query vector made language-neutral (Evidence.neutral) before any dense step
-        # the per-language dense pools the cross-lingual stage will draw for a request (language -> its filters;
-        # Widener.pools_wanted): drawn here, with the query's own dense search, when the backend shares one scan
-        self.pools_wanted = pools_wanted
         self._parallel: bool | None = None  # dense side in a worker (large indexes; decided on first search)
 
     def large(self) -> bool:
@@ -68,9 +63,10 @@ class Retriever:
         bm25: dict[str, float] = {}
         dense: dict[str, float] = {}
         pools: dict[str, tuple[tuple[str, float], ...]] = {}
-        # one scan of every vector serves the query's own search and each language's pool: on an index searched
-        # exactly, four scans were most of a hybrid search's time (benchmarks/scale.py)
-        wanted = self.pools_wanted(request) if mode == "hybrid" and self.backend.dense_scan_shared() else {}
+        # one backend call draws the query's own search and each language's pool the request names: on an index
+        # searched exactly, one scan of every vector serves them all (four scans were most of a hybrid search's time,
+        # benchmarks/scale.py)
+        wanted = request.pools
 
         def dense_side() -> tuple[np.ndarray, dict[str, float], dict[str, tuple[tuple[str, float], ...]]]:
             t = time.perf_counter()

@@ -94,8 +94,7 @@ class Searcher:
         self.ranker = load_ranker(cfg.search.ranker)
         self.evidence = Evidence(backend, analyzer)
         self.retriever = Retriever(backend, lambda query: self.embed_query(query),
-                                   self.evidence.neutral if cfg.search.language_neutral_query else None,
-                                   lambda request: self.widener.pools_wanted(request))
+                                   self.evidence.neutral if cfg.search.language_neutral_query else None)
         self.widener = Widener(backend, cfg, analyzer, self.planner, self.evidence, self.retriever.large)
 
     # -- pieces -------------------------------------------------------------------------------------
@@ -187,7 +186,10 @@ class Searcher:
         k = candidate_count(top_k, sc.candidates)
         if sc.rerank.model:
             k = max(k, sc.rerank.candidates)
-        return Request(query, top_k, mode, filters, qvec, k)
+        # the language pools the cross-lingual stage is sure to draw, drawn with the query's own dense search when one
+        # scan of the vectors serves them all
+        pools = self.widener.pools_wanted(mode, filters) if self.backend.dense_scan_shared() else {}
+        return Request(query, top_k, mode, filters, qvec, k, pools)
 
     def fused_candidates(self, query: str, top_k: int = 10, mode: str = "hybrid", filters: Filters | None = None,
                          qvec: np.ndarray | None = None, times: StageTimes | None = None,

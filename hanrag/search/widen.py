@@ -121,16 +121,16 @@ class Widener:
             self._index_langs = langs or LANGS
         return self._index_langs
 
-    def pools_wanted(self, request: Request) -> dict[str, Filters]:
-        """The per-language dense pools this stage is sure to draw for ``request`` (language -> its filters), so
-        that retrieval can draw them with the query's own search: every language's, in a hybrid search of an index
-        of more than one language whose languages always compete (``search.xling_compete = "always"``, centred);
-        none otherwise (the stage decides on the query's evidence and draws them itself)."""
+    def pools_wanted(self, mode: str, filters: Filters | None) -> dict[str, Filters]:
+        """The per-language dense pools this stage is sure to draw for a search (language -> its filters), so that
+        retrieval can draw them with the query's own search (:attr:`Request.pools`): every language's, in a hybrid
+        search of an index of more than one language whose languages always compete (``search.xling_compete =
+        "always"``, centred); none otherwise (the stage decides on the query's evidence and draws them itself)."""
         sc = self.cfg.search
-        if (request.mode != "hybrid" or not sc.cross_lingual or sc.xling_compete != "always"
+        if (mode != "hybrid" or not sc.cross_lingual or sc.xling_compete != "always"
                 or sc.xling_calibration != "center" or len(self.index_langs()) < 2):
             return {}
-        return {lang: with_lang(request.filters, lang) for lang in self.index_langs()}
+        return {lang: with_lang(filters, lang) for lang in self.index_langs()}
 
     # -- the stage ----------------------------------------------------------------------------------
     def widen(self, request: Request, cand: Candidates, times: StageTimes) -> Candidates:

@@ -376,20 +376,21 @@ def test_pools_drawn_with_the_own_search_give_what_the_stage_draws(parts, embedd
 
         monkeypatch.setattr(s.backend, "dense_search_each", counted)
         found = stages(s)[0]
-        return found["retrieved"][0], found["widened"][0], calls
+        return found["request"][0], found["retrieved"][0], found["widened"][0], calls
 
-    retrieved, shared, shared_calls = widened(True)
-    assert set(retrieved.pools) == {"ko", "zh", "en"} and shared_calls == [4]  # own search and three pools: one call
-    _, apart, apart_calls = widened(False)
-    assert apart_calls == [1, 1, 1, 1]
+    request, retrieved, shared, shared_calls = widened(True)
+    assert set(request.pools) == set(retrieved.pools) == {"ko", "zh", "en"}
+    assert shared_calls == [4]  # own search and three pools: one call
+    request, _, apart, apart_calls = widened(False)
+    assert not request.pools and apart_calls == [1, 1, 1, 1]
     assert shared.offsets and shared.offsets == apart.offsets
     assert shared.dense == apart.dense and shared.ids == apart.ids and set(shared.chunks) == set(apart.chunks)
     # drawn ahead only when the stage is sure to draw them: hybrid, and languages that always compete
     s = make(parts, embedder)
-    assert set(s.widener.pools_wanted(Request(QUERY, 10, "hybrid", None, None, 400))) == {"ko", "zh", "en"}
-    assert not s.widener.pools_wanted(Request(QUERY, 10, "dense", None, None, 400))
+    assert set(s.widener.pools_wanted("hybrid", None)) == {"ko", "zh", "en"}
+    assert not s.widener.pools_wanted("dense", None)
     s.cfg.search.xling_compete = "weak"  # then the stage decides on the query's evidence
-    assert not s.widener.pools_wanted(Request(QUERY, 10, "hybrid", None, None, 400))
+    assert not s.widener.pools_wanted("hybrid", None)
 
 
 def test_the_evidence_per_language_has_its_ablation_rows():
