@@ -23,11 +23,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalsets import build, caching_embedder, load, measured_what, tasks
+from evalsets import INDEX_ROOT, build, caching_embedder, load, measured_what, tasks
+from quality import folded_docs
 
 from hanrag.api import Index
 from hanrag.config import Config
-from hanrag.eval import evaluate_run, run_doc_id
+from hanrag.eval import evaluate_run, ranked_documents
 from hanrag.language import detect_lang
 
 SETS = ("ko2en_tech", "en2ko_tech", "tune_ko2en_react", "tune_en2ko_react", "tune_ko2en_vue", "tune_en2ko_vue")
@@ -44,26 +45,17 @@ def other_language_words(plan, query_lang: str) -> list[str]:
     return out
 
 
-def ranked_docs(hits, prefix: str) -> dict[str, float]:
-    ranked: dict[str, float] = {}
-    for h in hits:
-        ranked.setdefault(run_doc_id(h.chunk.doc_id, prefix), float(h.score) - 1e-9 * len(ranked))
-    return ranked
-
-
 def probe(name: str, cfg: Config, emb) -> dict:
     es = load(name)
     build(name, [es], cfg, emb)
     emb.save()
-    from evalsets import INDEX_ROOT
-
     index = Index(INDEX_ROOT / name, cfg, embedder=emb)
-    searcher = index.searcher
+    searcher, also = index.searcher, folded_docs(index)
     task = tasks([es])[0]
     own = np.asarray(emb.encode_queries([q.text for q in es.queries]), dtype=np.float32)
     words = []
     for q, vec in zip(es.queries, own, strict=True):
-        plan = searcher.run(q.text, top_k=10, qvec=vec).plan
+        plan = searcher.fused_candidates(q.text, qvec=vec)[0].plan  # the plan as widened: its expansions
         words.append(other_language_words(plan, plan.lang))
     joined = np.asarray(emb.encode_queries([f"{q.text} {' '.join(w)}".strip() for q, w in zip(es.queries, words,
                                                                                               strict=True)]))
@@ -75,7 +67,7 @@ def probe(name: str, cfg: Config, emb) -> dict:
                  "mean_words": round(float(np.mean([len(w) for w in words])), 2),
                  "examples": [{"query": q.text, "words": w} for q, w in list(zip(es.queries, words, strict=True))[:5]]}
     for label, vecs in rows.items():
-        run = {q.qid: ranked_docs(searcher.search(q.text, top_k=100, mode="dense", qvec=v), task.prefix)
+        run = {q.qid: ranked_documents(searcher.search(q.text, top_k=100, mode="dense", qvec=v), task.prefix, also)
                for q, v in zip(es.queries, vecs, strict=True)}
         out[label] = {k: round(v, 4) for k, v in evaluate_run(es.qrels, run).items()}
     return out

@@ -312,11 +312,7 @@ def run_ablations(
                 if mode != "bm25" and qvec is None:
                     raise ValueError("dense and hybrid rows need an embedder")
                 hits = searcher.search(q.text, top_k=top_k, mode=mode, qvec=qvec)
-                ranked: dict[str, float] = {}
-                for h in hits:  # a document's best chunk stands for it
-                    for doc in (h.chunk.doc_id, *(also or {}).get(h.chunk.chunk_id, ())):
-                        ranked.setdefault(run_doc_id(doc, task.prefix), float(h.score) - 1e-9 * len(ranked))
-                run[q.qid] = ranked
+                run[q.qid] = ranked = ranked_documents(hits, task.prefix, also)
                 if per_query is not None:
                     entry = per_query.setdefault(task.name, {}).setdefault(q.qid, {"text": q.text, "ranks": {}})
                     entry["ranks"][label] = first_relevant_rank(ranked, task.qrels.get(q.qid, {}))
@@ -324,6 +320,17 @@ def run_ablations(
         if progress:
             progress(label)
     return results
+
+
+def ranked_documents(hits, prefix: str, also: dict[str, tuple[str, ...]] | None = None) -> dict[str, float]:
+    """doc id -> score of a search's hits, as a run scores them: a document's best chunk stands for it, and a kept
+    chunk for the near-duplicates folded into it, right after its own document (``also``: kept chunk id -> their
+    doc ids); ties broken by rank."""
+    ranked: dict[str, float] = {}
+    for h in hits:
+        for doc in (h.chunk.doc_id, *(also or {}).get(h.chunk.chunk_id, ())):
+            ranked.setdefault(run_doc_id(doc, prefix), float(h.score) - 1e-9 * len(ranked))
+    return ranked
 
 
 def first_relevant_rank(ranked: dict[str, float], judged: dict[str, int]) -> int | None:
