@@ -10,8 +10,9 @@ from typer.testing import CliRunner
 
 from hanrag.cli import app
 from hanrag.config import Config
-from hanrag.eval import ablation_configs, cached_tokens, eval_chunks, judged_task, load_eval_set
+from hanrag.eval import ablation_configs, cached_tokens, eval_chunks, judged_task, load_eval_set, ranked_documents
 from hanrag.eval_report import chart_figure, chart_series
+from hanrag.records import Chunk, Hit
 from hanrag.text import get_analyzer
 
 DOCS = [
@@ -116,3 +117,17 @@ def test_ablation_rows_say_which_run_the_learned_ranker() -> None:
         assert ranker[name] == "", name
     assert ranker["no glossary"] == ranker["no corpus links"] == "lambdamart"
     assert rows["rule table"][1].search.fusion == rows["hanrag default"][1].search.fusion
+
+
+def test_a_run_scores_a_document_by_its_best_chunk_and_a_folded_copy_right_after_it() -> None:
+    """hits -> a run's doc scores: the set's prefix is taken off (another set's document is "other:"), a document's
+    later chunks change nothing, a kept chunk stands for the near-duplicates folded into it, right after its own
+    document, and ranx's order is the hits' order."""
+    def hit(cid: str, doc: str, score: float, rank: int) -> Hit:
+        return Hit(Chunk(chunk_id=cid, doc_id=doc, text="t", start=0, end=1), score, rank)
+
+    hits = [hit("c1", "s/a", 0.9, 1), hit("c2", "s/b", 0.9, 2), hit("c3", "s/a", 0.8, 3), hit("c4", "t/x", 0.5, 4)]
+    ranked = ranked_documents(hits, "s/", {"c2": ("s/b2", "t/y")})
+    assert list(ranked) == ["a", "b", "b2", "other:t/y", "other:t/x"]
+    assert sorted(ranked, key=ranked.__getitem__, reverse=True) == list(ranked)  # ties broken by rank
+    assert ranked["a"] == 0.9 and ranked_documents([], "s/") == {}
