@@ -202,18 +202,20 @@ def serve(index_dir: Path, n: int, count: int, weight: float) -> dict[str, Any]:
     has_ann = getattr(backend.snapshot, "ann", None) is not None
     if not hasattr(backend, "dense_top_k"):  # a release before the graph: exact search only
         backend.dense_top_k = lambda qv, k, mask, exact=False: dense.top_k(backend.snapshot.embeddings, qv, k, mask)
-    # below ``shared_scan_max_rows`` a hybrid search scans every vector once for its own dense search and its
+    # below SHARED_SCAN_MAX_ROWS a hybrid search scans every vector once for its own dense search and its
     # language pools (a release before it: it walks the graph once per pool); with a graph there, the hybrid search
     # is also timed walking it (hybrid_graph), query by query
-    shared_below = getattr(backend, "shared_scan_max_rows", 0)
+    from hanrag.backends import embedded
+
+    shared_below = getattr(embedded, "SHARED_SCAN_MAX_ROWS", 0)
     walks = has_ann and shared_below > n
 
     def hybrid_walking(q: str, qv: np.ndarray) -> None:
-        backend.shared_scan_max_rows = 0
+        embedded.SHARED_SCAN_MAX_ROWS = 0
         try:
             searcher.run(q, mode="hybrid", qvec=qv)
         finally:
-            backend.shared_scan_max_rows = shared_below
+            embedded.SHARED_SCAN_MAX_ROWS = shared_below
     # serving first: what a server does (BM25, hybrid, the graph), and its RSS before any reference scan
     answers: list[tuple[np.ndarray, np.ndarray]] = []
     for (lang, q), qv in zip(qs, qvecs, strict=True):

@@ -50,7 +50,6 @@ class EmbeddedBackend:
         self._masks: OrderedDict[Filters, np.ndarray] = OrderedDict()
         # searches run side by side (server threads, a query's BM25 and dense retrieval): the LRU is shared
         self._masks_lock = threading.Lock()
-        self.shared_scan_max_rows = SHARED_SCAN_MAX_ROWS
 
     @classmethod
     def open(cls, index_dir: str | Path, *, verify: bool | str = True) -> EmbeddedBackend:
@@ -136,8 +135,8 @@ class EmbeddedBackend:
 
     def dense_scan_shared(self) -> bool:
         """Whether :meth:`dense_search_each` scores every row once for all its filters: on an index without a graph,
-        or with fewer rows than :attr:`shared_scan_max_rows` (``SHARED_SCAN_MAX_ROWS``)."""
-        return self.snapshot.ann is None or len(self.snapshot) < self.shared_scan_max_rows
+        or with fewer rows than ``SHARED_SCAN_MAX_ROWS``."""
+        return self.snapshot.ann is None or len(self.snapshot) < SHARED_SCAN_MAX_ROWS
 
     def dense_search_each(self, qvec: np.ndarray, k: int, filters: Sequence[Filters | None]
                           ) -> list[list[tuple[str, float]]]:

@@ -121,7 +121,7 @@ def test_exact_filtered_search_gathers_few_rows_and_scans_under_a_broad_mask(ann
 
 
 def test_one_scan_serves_every_filter_below_the_shared_scan_size(ann_index, monkeypatch) -> None:
-    """Below ``shared_scan_max_rows`` a graph is not walked for ``dense_search_each``: the rows are scored once for
+    """Below ``SHARED_SCAN_MAX_ROWS`` a graph is not walked for ``dense_search_each``: the rows are scored once for
     all its filters, giving per filter the exact search's top-k; above it, the graph is walked per filter."""
     index, vectors = ann_index
     backend = EmbeddedBackend.open(index)
@@ -141,7 +141,7 @@ def test_one_scan_serves_every_filter_below_the_shared_scan_size(ann_index, monk
         assert got == [(f"c{r:05d}", s) for r, s in exact]
     assert all(backend.get_chunks([cid])[0].lang == "zh" for cid, _ in each[2]) and len(each[2]) == 15
     assert backend.dense_search_each(q, 0, filters) == [[], [], [], []]
-    backend.shared_scan_max_rows = N  # an index this size walks its graph, once per filter
+    monkeypatch.setattr("hanrag.backends.embedded.SHARED_SCAN_MAX_ROWS", N)  # an index this size walks its graph
     assert not backend.dense_scan_shared()
     scans.clear()
     walked = backend.dense_search_each(q, 15, filters[:3])
