@@ -126,11 +126,14 @@ class PlanOut(BaseModel):
     rerank_budget_ms: int | None = Field(
         default=None, description="search.rerank.budget_ms the stage ran under (0 = no budget)"
     )
-    ranker: str = Field(default="", description="the learned ranker that reordered the fused head (search.ranker, "
-                        "off by default: \"bundled:lambdamart\" or a model file); empty when the rule table's order "
+    ranker: str = Field(default="", description="the learned ranker that reordered the fused head (search.ranker: "
+                        "\"bundled:lambdamart\", the default, or a model file); empty when the rule table's order "
                         "stands")
     ranked: int | None = Field(default=None, description="candidates at the head of the fused list the learned "
                                "ranker reordered (null when none ran)")
+    ranker_reading: str = Field(default="", description="the text the learned ranker's encoder read besides the "
+                                "query (feature expanded_gap): a Korean query followed by the English and Hanja "
+                                "words its expansions added; empty when there are none or no ranker ran")
     language_axes: int | None = Field(
         default=None, description="language axes the query vector left out (search.language_neutral_query; null "
                                   "when off or no dense side ran)"
