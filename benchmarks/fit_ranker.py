@@ -169,6 +169,9 @@ def main() -> None:
     ap.add_argument("--leaves", type=int, default=TREES["num_leaves"], help="leaves per tree")
     ap.add_argument("--min-leaf", type=int, default=TREES["min_data_in_leaf"], help="candidates a leaf holds at least")
     ap.add_argument("--rounds", type=int, default=TREES["rounds"], help="trees")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="LightGBM's seed (which features and rows each tree sees): another seed measures how much "
+                         "of a difference between two runs is the draw")
     args = ap.parse_args()
     trees = {"num_leaves": args.leaves, "min_data_in_leaf": args.min_leaf, "rounds": args.rounds}
     records, measured = load_records(args.records)
@@ -190,7 +193,7 @@ def main() -> None:
         rows["linear"][g] = float(np.mean([ndcg(r, reordered(r, h["X"] @ w))
                                            for r, h in zip(test, test_heads, strict=True)]))
         for name, residual in (("lambdarank", False), ("lambdarank-residual", True)):
-            model = train_lambdarank(heads, residual, trees=trees)
+            model = train_lambdarank(heads, residual, seed=args.seed, trees=trees)
             scores = [score_model(model, h, residual) for h in test_heads]
             rows[name][g] = float(np.mean([ndcg(r, reordered(r, s)) for r, s in zip(test, scores, strict=True)]))
         # the residual trees' scores (the last pass) as a search uses them
@@ -208,14 +211,14 @@ def main() -> None:
         args.json.write_text(json.dumps({
             **measured, "command": " ".join(sys.argv), "records": str(args.records), "without": args.without,
             "metric": "mean leave-one-set-out nDCG@10 (hanrag.eval), every query of a set weighing the same",
-            "trees": trees,
+            "trees": trees, "seed": args.seed,
             "judgments": JUDGMENTS,
             "mean_held_out_ndcg@10": means, "held_out": rows,
             "rule": "a ranker replaces the rule table when its mean is higher and no set loses more than "
                     f"{MAX_SET_LOSS}",
             "replaces_rule_table": verdict}, indent=1))
     if args.export:
-        export(records, measured, means, args.export, keep_order(means, verdict), trees)
+        export(records, measured, means, args.export, keep_order(means, verdict), trees, args.seed)
 
 
 def keep_order(means: dict[str, float], verdict: dict[str, bool]) -> bool:
@@ -226,11 +229,11 @@ def keep_order(means: dict[str, float], verdict: dict[str, bool]) -> bool:
 
 
 def export(records: list[dict], measured: dict, means: dict[str, float], path: Path, keep: bool,
-           trees: dict[str, int]) -> None:
+           trees: dict[str, int], seed: int = 0) -> None:
     """Train the residual trees on every tuning set's head, the rule column from the shipped weights (the rule
     table a search runs), and write them as hanrag's model, run with the query language's order kept or not."""
     heads = [_head(r) for r in with_rule(records, {})]
-    model = train_lambdarank(heads, residual=True, trees=trees)
+    model = train_lambdarank(heads, residual=True, seed=seed, trees=trees)
     trained = {**{k: measured[k] for k in ("commit", "uncommitted_changes", "date") if k in measured},
                "command": " ".join(sys.argv), "sets": sorted({r["set"] for r in records}),
                "queries": len(records), "objective": "LightGBM lambdarank, init score = rule_scale x rule_fused",
