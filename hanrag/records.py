@@ -219,9 +219,6 @@ class QueryPlan(_Record):
     # many candidates at the head of the fused list it reordered; "" / None when the rule table's order stands
     ranker: str = ""
     ranked: int | None = None
-    # the text the learned ranker's encoder read besides the query (feature expanded_gap): a Korean query followed
-    # by the English and Hanja words its expansions added; "" when the query has none or no ranker ran
-    ranker_reading: str = ""
     # with search.language_neutral_query, how many language axes the query vector left out before the dense side
     # (0 in an index of one language); None when the setting is off or no dense side ran
     language_axes: int | None = None

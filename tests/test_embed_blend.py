@@ -13,7 +13,7 @@ from hanrag.embed.blend import BlendedEmbedder
 from hanrag.embed.cache import build_embedder
 from hanrag.pipeline import build_from_documents
 from hanrag.records import Document
-from hanrag.search.ranker import FEATURES, expanded_query_text
+from hanrag.search.ranker import FEATURES
 
 QUESTIONS = ["배포를 이전 버전으로 되돌리는 방법", "파드가 계속 재시작될 때 원인 찾기"]
 # each question's answer is in English; a Korean page on a neighbouring topic follows it
@@ -124,24 +124,3 @@ def test_the_ranker_reads_the_second_encoders_cosine_from_the_index(tmp_path, we
     np.testing.assert_allclose(searcher.second_cosines(cand), cosines, atol=1e-4)
     np.testing.assert_allclose(gap, cosines - cosines.max(), atol=1e-4)
     assert gap[[cand.chunks[c].doc_id for c in cand.ids].index("p0")] == 0.0  # the English answer is its best
-
-
-def test_the_ranker_reads_a_korean_query_with_its_english_words(tmp_path) -> None:
-    index = _index(tmp_path, 0.1)
-    searcher = index.searcher
-    # Hangul loanwords the corpus links reach in the English passages' own vocabulary
-    cand, fused = searcher.fused_candidates("디플로이먼트 롤백")
-    text = expanded_query_text(cand.plan)
-    assert text is not None and text.startswith("디플로이먼트 롤백 ") and "deploy" in text.split()
-    X = searcher.ranking_features(cand, fused)
-    gap = X[:, FEATURES.index("expanded_gap")]
-    vecs = searcher.embedder.encode_passages([cand.chunks[c].text for c in cand.ids])
-    cosines = searcher.embedder.encode_queries([text])[0] @ vecs.T
-    np.testing.assert_allclose(searcher.expanded_cosines(cand), cosines, atol=1e-4)
-    np.testing.assert_allclose(gap, cosines - cosines.max(), atol=1e-4)
-    assert not np.allclose(gap, X[:, FEATURES.index("dense_gap")], atol=1e-3)  # another reading than the query's
-    # an English query has no such reading: the feature is the query's own cosine gap
-    cand, fused = searcher.fused_candidates("roll back a deployment")
-    assert expanded_query_text(cand.plan) is None and searcher.expanded_cosines(cand) is None
-    X = searcher.ranking_features(cand, fused)
-    assert np.array_equal(X[:, FEATURES.index("expanded_gap")], X[:, FEATURES.index("dense_gap")])

@@ -298,8 +298,6 @@ def render_hits(plan, hits, explain: bool, out: Console | None = None) -> None:
         if plan.ranker:
             out.print(data(f"  ranker: {plan.ranker} reordered the first {plan.ranked} fused candidates"),
                       highlight=False)
-            if plan.ranker_reading:
-                out.print(data(f"    read as: {plan.ranker_reading}"), highlight=False)
         if plan.reranked is not None:
             budget = f"budget {plan.rerank_budget_ms} ms" if plan.rerank_budget_ms else "no budget"
             out.print(data(f"  rerank: reranked {plan.reranked} of {plan.rerank_candidates} in "

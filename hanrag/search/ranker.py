@@ -37,8 +37,6 @@ from hanrag.language import (
     script_share,
     symbol_share,
 )
-from hanrag.records import QueryPlan
-from hanrag.text.normalize import HANGUL
 
 FEATURES = (
     "rule_fused",  # the rule table's fused score: the model corrects the table rather than replacing it
@@ -57,10 +55,6 @@ FEATURES = (
     # the second encoder's cosine (embedder.cross_lingual_weight) minus the pool's best: the language-agnostic
     # encoder's say on its own, which the blended cosine mixes with the main one's (0 without a second encoder)
     "second_gap",
-    # the cosine of a Korean query read with the English and Hanja words its expansions found (corpus links, glossary
-    # names, translations, lexicon equivalents: expanded_query_text) minus the pool's best: the encoder reading the
-    # question in the answer's words; the query's own cosine gap (dense_gap) for any other query
-    "expanded_gap",
 )
 
 
@@ -87,20 +81,16 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
                        lengths: np.ndarray, centring: np.ndarray | None = None,
                        dense_best: float | None = None, script_share: np.ndarray | None = None,
                        symbol_share: np.ndarray | None = None, second: np.ndarray | None = None,
-                       second_best: float | None = None, expanded: np.ndarray | None = None,
-                       expanded_best: float | None = None) -> np.ndarray:
+                       second_best: float | None = None) -> np.ndarray:
     """The (candidates × :data:`FEATURES`) matrix; NaN scores (a retriever that gave none) count as 0.
     ``dense_best``: the pool's best cosine when ``ids`` are part of the pool (default: the best of ``dense_raw``);
     ``script_share``, ``symbol_share``: the chunks' :func:`hanrag.language.script_share` in the query language's
     script and :func:`hanrag.language.symbol_share` (:func:`text_shape`; default 0); ``second``, ``second_best``:
-    the second encoder's cosines and the pool's best of them, as ``dense_raw`` and ``dense_best`` (default 0);
-    ``expanded``, ``expanded_best``: the cosines of the query read with its other-script expansion words
-    (:func:`expanded_query_text`) and the pool's best of them (default: the query's own, ``dense_raw``)."""
+    the second encoder's cosines and the pool's best of them, as ``dense_raw`` and ``dense_best`` (default 0)."""
     scale = ceiling if ceiling > 0 else 1.0
-    dense_gap = _gap(dense_raw, dense_best, len(ids))
     cols = [
         np.nan_to_num(rule_fused), np.nan_to_num(bm25_norm), np.nan_to_num(dense_norm),
-        dense_gap,
+        _gap(dense_raw, dense_best, len(ids)),
         np.nan_to_num(own) / scale, np.nan_to_num(expansion) / scale,
         np.asarray(same_language, dtype=np.float64),
         _rank_feature(ids, bm25_list), _rank_feature(ids, dense_list),
@@ -109,7 +99,6 @@ def candidate_features(ids: Sequence[str], rule_fused: np.ndarray, bm25_norm: np
         np.zeros(len(ids)) if script_share is None else np.asarray(script_share, dtype=np.float64),
         np.zeros(len(ids)) if symbol_share is None else np.asarray(symbol_share, dtype=np.float64),
         _gap(second, second_best, len(ids)),
-        dense_gap if expanded is None else _gap(expanded, expanded_best, len(ids)),
     ]
     return np.column_stack(cols).astype(np.float64)
 
@@ -121,24 +110,6 @@ def _gap(values: np.ndarray | None, best: float | None, n: int) -> np.ndarray:
     vals = np.asarray(values, dtype=np.float64)
     top = best if best is not None else np.nanmax(vals) if np.isfinite(vals).any() else 0.0
     return np.nan_to_num(vals - top, nan=-1.0)
-
-
-def expanded_query_text(plan: QueryPlan) -> str | None:
-    """A Korean query followed by the words its expansions added in another script (corpus links, glossary names,
-    translations, lexicon equivalents: English words, Hanja), in the order added; None for another language's query
-    or a Korean one without any.
-
-    Korean questions name in Hangul what English pages write in English (레플리카셋, 롤백) and classical texts in
-    Hanja (갑목 甲木); the encoder reads the question better with those words beside it
-    (``benchmarks/pseudo_query_probe.py``, dense nDCG@10: Korean questions over English pages up on all three sets,
-    over 子平真诠 .471 → .617, korquad's unchanged). An English query's translations into Korean are many and loose
-    (about twenty words a question), and read with them it ranks worse on two of three sets, so only Korean queries
-    get this reading."""
-    if plan.lang != "ko":
-        return None
-    words = list(dict.fromkeys(tok for tok, _ in plan.expansions
-                               if any(c.isalpha() for c in tok) and not HANGUL.search(tok)))
-    return f"{plan.query} {' '.join(words)}" if words else None
 
 
 def text_shape(texts: Sequence[str], lang: str) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,7 @@ from hanrag.records import QueryPlan
 from hanrag.search.candidates import Candidates, Request, frozen_map
 from hanrag.search.diversity import apply_diversity
 from hanrag.search.fusion import Fused
-from hanrag.search.ranker import expanded_query_text, keep_language_order
+from hanrag.search.ranker import keep_language_order
 
 if TYPE_CHECKING:
     from hanrag.search.ranker import TreeRanker
@@ -113,8 +113,7 @@ def learned_ranking(model: TreeRanker | None, features: Callable[[Sequence[int]]
     floor = float(scores.min())
     tail = [min(s, floor) for s in base.scores[len(head):]]
     times.extra["ranker"] = time.perf_counter() - t
-    reading = expanded_query_text(cand.plan) if "expanded_gap" in model.features else None
-    plan = dataclasses.replace(cand.plan, ranker=model.source, ranked=len(head), ranker_reading=reading or "")
+    plan = dataclasses.replace(cand.plan, ranker=model.source, ranked=len(head))
     return Ranking(plan, [head[j] for j in new] + list(base.order[len(head):]),
                    [float(scores[j]) for j in new] + tail, learned=learned)
 

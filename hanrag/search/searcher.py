@@ -34,7 +34,7 @@ from hanrag.search.evidence import Evidence
 from hanrag.search.fusion import Fused, candidate_count, fuse
 from hanrag.search.hits import make_hits
 from hanrag.search.plan import QueryPlanner, promote_absent_terms
-from hanrag.search.ranker import candidate_features, expanded_query_text, load_ranker, text_shape
+from hanrag.search.ranker import candidate_features, load_ranker, text_shape
 from hanrag.search.ranking import diversify, learned_ranking, rerank
 from hanrag.search.retrieve import Retriever
 from hanrag.search.widen import Widener
@@ -284,7 +284,6 @@ class Searcher:
         raw = np.asarray(fused.dense_raw, dtype=np.float64)
         script, symbols = text_shape([c.text for c in chunks], cand.plan.lang)
         second = self.second_cosines(cand)
-        expanded = self.expanded_cosines(cand)
         return candidate_features(
             ids, fused.fused[idx], fused.bm25_norm[idx], fused.dense_norm[idx], raw[idx], own_scores, exp_scores,
             self.query_ceiling(cand.plan, cand.weights), np.array([c.lang == cand.plan.lang for c in chunks]),
@@ -292,9 +291,7 @@ class Searcher:
             cand.centrings(ids),
             dense_best=float(np.nanmax(raw)) if np.isfinite(raw).any() else 0.0, script_share=script,
             symbol_share=symbols, second=None if second is None else second[idx],
-            second_best=None if second is None else float(second.max(initial=0.0)),
-            expanded=None if expanded is None else expanded[idx],
-            expanded_best=None if expanded is None else float(expanded.max(initial=0.0)))
+            second_best=None if second is None else float(second.max(initial=0.0)))
 
     @functools.cached_property
     def second_weight(self) -> float:
@@ -309,19 +306,6 @@ class Searcher:
             return None
         query = second_query(cand.qvec, weight, USE_DIM)
         return np.asarray(self.backend.dense_scores(query, list(cand.ids)), dtype=np.float64)
-
-    def expanded_cosines(self, cand: Candidates) -> np.ndarray | None:
-        """The cosine of every pool candidate with the query read with its other-script expansion words
-        (:func:`hanrag.search.ranker.expanded_query_text`; one more query embedding), None when the query has no
-        such reading or no query vector. The vector goes through the same steps as the query's own
-        (``search.language_neutral_query``)."""
-        text = expanded_query_text(cand.plan)
-        if text is None or cand.qvec is None or not cand.ids:
-            return None
-        vec = self.embed_query(text)
-        if self.retriever.neutral is not None:
-            vec = self.retriever.neutral(vec)
-        return np.asarray(self.backend.dense_scores(vec, list(cand.ids)), dtype=np.float64)
 
     # -- what the index says about a query (hanrag.search.evidence) ----------------------------------
     def lexical_evidence(self, plan: QueryPlan, weights: Mapping[str, float], bm25: Mapping[str, float],

@@ -131,9 +131,6 @@ class PlanOut(BaseModel):
                         "stands")
     ranked: int | None = Field(default=None, description="candidates at the head of the fused list the learned "
                                "ranker reordered (null when none ran)")
-    ranker_reading: str = Field(default="", description="the text the learned ranker's encoder read besides the "
-                                "query (feature expanded_gap): a Korean query followed by the English and Hanja "
-                                "words its expansions added; empty when there are none or no ranker ran")
     language_axes: int | None = Field(
         default=None, description="language axes the query vector left out (search.language_neutral_query; null "
                                   "when off or no dense side ran)"

@@ -198,10 +198,6 @@
     // the learned ranking stage: which model reordered the fused head, and how much of it
     if (plan.ranker) {
       planEl.append(el("span", { class: "ranker" }, "ranker ", el("b", {}, plan.ranker), " reordered " + plan.ranked));
-      // the query as the ranker's encoder also read it: with the other-script words its expansions added
-      if (plan.ranker_reading) {
-        planEl.append(el("span", { class: "ranker reading" }, "read as ", el("b", {}, plan.ranker_reading)));
-      }
     }
   }
 

@@ -11,8 +11,8 @@ import pytest
 
 from hanrag.backends.memory import MemoryBackend
 from hanrag.config import Config
-from hanrag.records import Chunk, QueryPlan
-from hanrag.search.ranker import FEATURES, RankerError, _ranker_from, expanded_query_text, from_lightgbm, load_ranker
+from hanrag.records import Chunk
+from hanrag.search.ranker import FEATURES, RankerError, _ranker_from, from_lightgbm, load_ranker
 from hanrag.search.searcher import Searcher
 
 
@@ -219,17 +219,3 @@ def test_a_search_that_explains_nothing_ranks_the_same(parts) -> None:
         assert [h.chunk.chunk_id for h in plain.hits] == [h.chunk.chunk_id for h in explained.hits]
         assert [h.score for h in plain.hits] == pytest.approx([h.score for h in explained.hits], abs=1e-12)
         assert plain.plan == explained.plan and plain.plan.ranker == "bundled:lambdamart"
-
-
-def _plan(query: str, lang: str, expansions: tuple[tuple[str, float], ...]) -> QueryPlan:
-    return QueryPlan(query, lang, 0.0, (), (), expansions, 0.5, 0.5, lang)
-
-
-def test_a_korean_query_is_read_with_the_other_script_words_its_expansions_added() -> None:
-    plan = _plan("레플리카셋 롤백 방법", "ko", (("replicaset", 0.5), ("甲木", 0.5), ("롤백", 1.0), ("rollback", 0.5),
-                                           ("replicaset", 0.3), ("v1", 0.5), ("80", 0.5)))
-    # English and Hanja words once each, in the order added; not Hangul, nor bare numbers
-    assert expanded_query_text(plan) == "레플리카셋 롤백 방법 replicaset 甲木 rollback v1"
-    assert expanded_query_text(_plan("배포 방법", "ko", (("배포를", 0.5), ("2024", 0.5)))) is None
-    # an English query's translations are not read with it (the probe: worse on two of three sets)
-    assert expanded_query_text(_plan("rollback", "en", (("롤백", 0.5),))) is None
