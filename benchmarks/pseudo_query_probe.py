@@ -31,7 +31,8 @@ from hanrag.config import Config
 from hanrag.eval import evaluate_run, ranked_documents
 from hanrag.language import detect_lang
 
-SETS = ("ko2en_tech", "en2ko_tech", "tune_ko2en_react", "tune_en2ko_react", "tune_ko2en_vue", "tune_en2ko_vue")
+SETS = ("ko2en_tech", "en2ko_tech", "tune_ko2en_react", "tune_en2ko_react", "tune_ko2en_vue", "tune_en2ko_vue",
+        "tune_ko2zpzq", "korquad1_ko_chunks")
 
 
 def other_language_words(plan, query_lang: str) -> list[str]:
