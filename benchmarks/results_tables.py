@@ -157,6 +157,40 @@ def tree_runs(name: str = "fit-ranker-plain-export.json") -> str:
     return "\n".join(lines) + "\n"
 
 
+EXPANDED_RUNS = {  # fit-ranker-<name>.json: one fit.py run's records, with the feature and with its column zeroed
+    "expanded-without": "without expanded_gap, seed 0",
+    "expanded": "with expanded_gap, seed 0",
+    "expanded-without-seed1": "without expanded_gap, seed 1",
+    "expanded-seed1": "with expanded_gap, seed 1",
+}
+
+
+def expanded_gap() -> str:
+    """The fitting protocol's held-out nDCG@10 with and without a Korean query's second reading (``expanded_gap``,
+    measured and not adopted), on the same records, under two LightGBM seeds: the rule table, the linear model
+    (no draw: seed 0 only) and the trees as trained."""
+    runs = {k: json.loads((RESULTS / f"fit-ranker-{k}.json").read_text()) for k in EXPANDED_RUNS
+            if (RESULTS / f"fit-ranker-{k}.json").exists()}
+    if not runs:
+        return ""
+    sets = list(next(iter(runs.values()))["held_out"]["rule table"])
+    lines = ["A Korean query read with its expansions' English and Hanja words, in the fitting protocol, nDCG@10 held "
+             "out (each tuning set scored by weights and trees chosen without it): `fit-ranker-<setting>.json` "
+             f"(records of {', '.join(sorted({r['records'] for r in runs.values()}))}, made at "
+             f"{', '.join(sorted({r['commit'][:7] for r in runs.values()}))})", "",
+             "| setting | model | mean | " + " | ".join(sets) + " |", "| --- | --- | ---: |" + " ---: |" * len(sets)]
+    for k, run in runs.items():
+        rows = {"expanded-without": ("rule table", "linear"), "expanded": ("linear",)}.get(k, ())
+        for row in (*rows, "lambdarank-residual"):
+            cells = [f"{run['held_out'][row][s]:.3f}".lstrip("0") for s in sets]
+            label = {"lambdarank-residual": "trees as trained"}.get(row, row)
+            setting = "—" if row == "rule table" else EXPANDED_RUNS[k].removesuffix(", seed 0") if row == "linear" \
+                else EXPANDED_RUNS[k]
+            lines.append(f"| {setting} | {label} | {run['mean_held_out_ndcg@10'][row]:.4f} | "
+                         + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
         print(table("Each set alone", "quality-plain-standalone.json", "quality-xling-standalone.json",
@@ -176,6 +210,7 @@ def main() -> None:
     print(fits())
     print(second_encoder())
     print(tree_runs())
+    print(expanded_gap())
 
 
 if __name__ == "__main__":
