@@ -238,7 +238,7 @@ def export(records: list[dict], measured: dict, means: dict[str, float], path: P
                "command": " ".join(sys.argv), "sets": sorted({r["set"] for r in records}),
                "queries": len(records), "objective": "LightGBM lambdarank, init score = rule_scale x rule_fused",
                "mean_held_out_ndcg@10": {k: round(v, 4) for k, v in means.items()},
-               "run": KEPT if keep else "lambdarank-residual", "trees": trees}
+               "run": KEPT if keep else "lambdarank-residual", "trees": trees, "seed": seed}
     out = from_lightgbm(model.dump_model(), FEATURES, RULE_SCALE, HEAD, trained, keep_language_order=keep)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, separators=(",", ":")) + "\n", encoding="utf-8")
