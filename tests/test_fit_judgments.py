@@ -62,3 +62,22 @@ def test_a_pool_file_is_replaced_whole_and_keeps_what_was_pooled(tmp_path, monke
     evalsets.write_pool("tune_x", pool)
     assert list(evalsets.read_pool("tune_x")) == [("q1", "doc-1"), ("q2", "doc-2")]
     assert [p.name for p in path.parent.iterdir()] == ["pool-tune_x.jsonl"]  # no temporary file left
+
+
+def test_the_seed_is_the_trees_draw_and_the_same_seed_the_same_trees() -> None:
+    """``fit_ranker.py --seed``: LightGBM's draw of the features each tree sees (feature_fraction < 1), so two runs on
+    the same records differ by the draw alone, and one seed gives the same trees every time."""
+    pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(3)
+    records = []
+    for _ in range(40):
+        X = rng.normal(size=(30, len(fit_ranker.FEATURES)))
+        grade = (X[:, 1] + X[:, 4] + rng.normal(size=30) * 0.5 > 1.2).astype(np.int8)
+        records.append({"X": X, "grade": grade, "fused": X[:, 0] * 0.1})
+    trees = {"num_leaves": 7, "min_data_in_leaf": 5, "rounds": 20}
+
+    def dump(seed: int) -> list:
+        return fit_ranker.train_lambdarank(records, residual=True, seed=seed, trees=trees).dump_model()["tree_info"]
+
+    assert dump(0) == dump(0)
+    assert dump(0) != dump(1)
