@@ -58,6 +58,7 @@ from hanrag.eval import query_metrics
 from hanrag.search.candidates import Candidates
 from hanrag.search.fusion import Fused, reweight
 from hanrag.search.presets import HANRAG
+from hanrag.search.ranker import FEATURES
 from hanrag.search.searcher import Searcher
 
 ALPHAS = tuple(round(0.1 * i, 1) for i in range(1, 10))
@@ -178,7 +179,9 @@ def save_records(path: Path, records: list[dict], measured: dict) -> None:
         set=np.array([r["set"] for r in records]), qid=np.array([r["qid"] for r in records]),
         cell=np.array([r["cell"] for r in records]),
         # the judged passages of each query, found or not (nDCG's ideal ranking counts the ones not retrieved)
-        judged=np.array([json.dumps(r["rel"]) for r in records]), measured=np.array(json.dumps(measured)))
+        judged=np.array([json.dumps(r["rel"]) for r in records]), measured=np.array(json.dumps(measured)),
+        # the columns of X by name: records made before a feature was added or dropped are read by name
+        features=np.array(FEATURES))
 
 
 def main() -> None:
@@ -268,8 +271,6 @@ def main() -> None:
         save_records(args.records, records_by[args.fusions[0]], measured)
     ranker = None
     if args.ranker:
-        from hanrag.search.ranker import FEATURES
-
         fusion = args.fusions[0]
         records = records_by[fusion]
         base = {r["set"]: r["set"].removeprefix("MIXED:") for r in records}

@@ -24,6 +24,11 @@ table (what a search computes), and writes it as hanrag's JSON model (:func:`han
 the bundled ``search.ranker = "lambdamart"``. The model says how a search runs it: as trained when the protocol
 prefers that row to the kept order (a higher mean, within the guard), else with the language order kept. LightGBM
 is needed only here (the ``test`` extra), not by hanrag.
+
+``--seed`` is LightGBM's draw of the features each tree sees; ``--ensemble K`` makes the residual trees the mean of
+K boosters (seeds ``--seed`` … ``--seed + K - 1``; each also reported alone as ``lambdarank-residual, seed S``),
+exported as one model of K times the trees. Records name their feature columns (``fit.py``), so records made with
+a feature since dropped are read by name.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ RULE_SCALE = 10.0  # the residual trees start from this times the rule table's s
 def load_records(path: Path) -> tuple[list[dict], dict]:
     with np.load(path, allow_pickle=False) as npz:
         z = {k: npz[k] for k in npz.files}  # each npz[k] decompresses its array again: read every one once
+    z["X"] = feature_columns(z["X"], [str(f) for f in z["features"]] if "features" in z else None, path)
     starts = np.searchsorted(z["query"], np.arange(len(z["set"]) + 1))
     records = []
     for q in range(len(z["set"])):
@@ -62,6 +68,21 @@ def load_records(path: Path) -> tuple[list[dict], dict]:
         if "qid" in z:
             records[-1]["qid"] = str(z["qid"][q])
     return rejudged(records), json.loads(str(z["measured"]))
+
+
+def feature_columns(X: np.ndarray, names: list[str] | None, path: Path) -> np.ndarray:
+    """The records' feature matrix with :data:`FEATURES`' columns in order: picked by name from records that name
+    them (``fit.py`` since the feature names were stored), so records made with one feature more or in another order
+    are read; records without names must have exactly this hanrag's columns."""
+    if names is None:
+        if X.shape[1] != len(FEATURES):
+            raise SystemExit(f"{path}: records of {X.shape[1]} features without their names, this hanrag has "
+                             f"{len(FEATURES)}: run fit.py again")
+        return X
+    missing = [f for f in FEATURES if f not in names]
+    if missing:
+        raise SystemExit(f"{path}: records without the features {', '.join(missing)}: run fit.py again")
+    return X[:, [names.index(f) for f in FEATURES]]
 
 
 def rejudged(records: list[dict]) -> list[dict]:
@@ -140,6 +161,44 @@ def train_lambdarank(records: list[dict], residual: bool, seed: int = 0, trees: 
     return lgb.train(params, data, num_boost_round=trees["rounds"])
 
 
+class Ensemble:
+    """Boosters trained alike under different seeds, predicting their mean: the draw of features each tree sees
+    (``feature_fraction``) averaged out rather than one draw shipped."""
+
+    def __init__(self, models: list) -> None:
+        self.models = models
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return np.mean([m.predict(X) for m in self.models], axis=0)
+
+    def dump_model(self) -> dict:
+        """One dump holding every booster's trees, each value over their number: a model predicts the sum of its
+        trees, so the sum of these is the mean of the boosters (as :func:`from_lightgbm` reads a dump)."""
+        dumps = [m.dump_model() for m in self.models]
+        k = float(len(dumps))
+
+        def scaled(node: dict) -> dict:
+            out = dict(node)
+            for key in ("leaf_value", "internal_value"):
+                if key in out:
+                    out[key] = out[key] / k
+            for child in ("left_child", "right_child"):
+                if child in out:
+                    out[child] = scaled(out[child])
+            return out
+
+        return {**dumps[0], "tree_info": [{**t, "tree_structure": scaled(t["tree_structure"])}
+                                          for d in dumps for t in d["tree_info"]]}
+
+
+def train_ensemble(records: list[dict], residual: bool, seed: int = 0, size: int = 1,
+                   trees: dict[str, int] = TREES):
+    """:func:`train_lambdarank` under seeds ``seed`` … ``seed + size - 1``; one booster when ``size`` is 1."""
+    if size == 1:
+        return train_lambdarank(records, residual, seed, trees)
+    return Ensemble([train_lambdarank(records, residual, seed + i, trees) for i in range(size)])
+
+
 def score_model(model, rec: dict, residual: bool) -> np.ndarray:
     s = model.predict(rec["X"])
     return s + rec["fused"] * RULE_SCALE if residual else s
@@ -172,7 +231,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0,
                     help="LightGBM's seed (which features and rows each tree sees): another seed measures how much "
                          "of a difference between two runs is the draw")
+    ap.add_argument("--ensemble", type=int, default=1,
+                    help="the residual trees as the mean of this many boosters, seeds --seed, --seed + 1, …")
     args = ap.parse_args()
+    if args.ensemble < 1:
+        ap.error(f"--ensemble must be at least 1, got {args.ensemble}")
     trees = {"num_leaves": args.leaves, "min_data_in_leaf": args.min_leaf, "rounds": args.rounds}
     records, measured = load_records(args.records)
     for r in records:
@@ -193,9 +256,14 @@ def main() -> None:
         rows["linear"][g] = float(np.mean([ndcg(r, reordered(r, h["X"] @ w))
                                            for r, h in zip(test, test_heads, strict=True)]))
         for name, residual in (("lambdarank", False), ("lambdarank-residual", True)):
-            model = train_lambdarank(heads, residual, seed=args.seed, trees=trees)
+            model = train_ensemble(heads, residual, args.seed, args.ensemble if residual else 1, trees)
             scores = [score_model(model, h, residual) for h in test_heads]
             rows[name][g] = float(np.mean([ndcg(r, reordered(r, s)) for r, s in zip(test, scores, strict=True)]))
+        # an ensemble's boosters one by one: the single draws its mean is compared with, from the same run
+        for i, member in enumerate(getattr(model, "models", [])):
+            one = [score_model(member, h, True) for h in test_heads]
+            rows.setdefault(f"lambdarank-residual, seed {args.seed + i}", {})[g] = float(
+                np.mean([ndcg(r, reordered(r, s)) for r, s in zip(test, one, strict=True)]))
         # the residual trees' scores (the last pass) as a search uses them
         rows[KEPT][g] = float(np.mean([ndcg(r, reordered(r, language_order_kept(h, s)))
                                        for r, h, s in zip(test, test_heads, scores, strict=True)]))
@@ -211,14 +279,14 @@ def main() -> None:
         args.json.write_text(json.dumps({
             **measured, "command": " ".join(sys.argv), "records": str(args.records), "without": args.without,
             "metric": "mean leave-one-set-out nDCG@10 (hanrag.eval), every query of a set weighing the same",
-            "trees": trees, "seed": args.seed,
+            "trees": trees, "seed": args.seed, "ensemble": args.ensemble,
             "judgments": JUDGMENTS,
             "mean_held_out_ndcg@10": means, "held_out": rows,
             "rule": "a ranker replaces the rule table when its mean is higher and no set loses more than "
                     f"{MAX_SET_LOSS}",
             "replaces_rule_table": verdict}, indent=1))
     if args.export:
-        export(records, measured, means, args.export, keep_order(means, verdict), trees, args.seed)
+        export(records, measured, means, args.export, keep_order(means, verdict), trees, args.seed, args.ensemble)
 
 
 def keep_order(means: dict[str, float], verdict: dict[str, bool]) -> bool:
@@ -229,16 +297,17 @@ def keep_order(means: dict[str, float], verdict: dict[str, bool]) -> bool:
 
 
 def export(records: list[dict], measured: dict, means: dict[str, float], path: Path, keep: bool,
-           trees: dict[str, int], seed: int = 0) -> None:
+           trees: dict[str, int], seed: int = 0, ensemble: int = 1) -> None:
     """Train the residual trees on every tuning set's head, the rule column from the shipped weights (the rule
     table a search runs), and write them as hanrag's model, run with the query language's order kept or not."""
     heads = [_head(r) for r in with_rule(records, {})]
-    model = train_lambdarank(heads, residual=True, seed=seed, trees=trees)
+    model = train_ensemble(heads, True, seed, ensemble, trees)
     trained = {**{k: measured[k] for k in ("commit", "uncommitted_changes", "date") if k in measured},
                "command": " ".join(sys.argv), "sets": sorted({r["set"] for r in records}),
                "queries": len(records), "objective": "LightGBM lambdarank, init score = rule_scale x rule_fused",
                "mean_held_out_ndcg@10": {k: round(v, 4) for k, v in means.items()},
-               "run": KEPT if keep else "lambdarank-residual", "trees": trees, "seed": seed}
+               "run": KEPT if keep else "lambdarank-residual", "trees": trees, "seed": seed,
+               "ensemble": ensemble}
     out = from_lightgbm(model.dump_model(), FEATURES, RULE_SCALE, HEAD, trained, keep_language_order=keep)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, separators=(",", ":")) + "\n", encoding="utf-8")

@@ -3,6 +3,7 @@ records re-judged with the judgments in force (benchmarks/fit_ranker.py)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -64,20 +65,67 @@ def test_a_pool_file_is_replaced_whole_and_keeps_what_was_pooled(tmp_path, monke
     assert [p.name for p in path.parent.iterdir()] == ["pool-tune_x.jsonl"]  # no temporary file left
 
 
+SMALL_TREES = {"num_leaves": 7, "min_data_in_leaf": 5, "rounds": 20}
+
+
+def _records(n: int = 40) -> list[dict]:
+    """Query runs whose relevance follows two features, noisily."""
+    rng = np.random.default_rng(3)
+    records = []
+    for _ in range(n):
+        X = rng.normal(size=(30, len(fit_ranker.FEATURES)))
+        grade = (X[:, 1] + X[:, 4] + rng.normal(size=30) * 0.5 > 1.2).astype(np.int8)
+        records.append({"X": X, "grade": grade, "fused": X[:, 0] * 0.1})
+    return records
+
+
 def test_the_seed_is_the_trees_draw_and_the_same_seed_the_same_trees() -> None:
     """``fit_ranker.py --seed``: LightGBM's draw of the features each tree sees (feature_fraction < 1), so two runs on
     the same records differ by the draw alone, and one seed gives the same trees every time."""
     pytest.importorskip("lightgbm")
-    rng = np.random.default_rng(3)
-    records = []
-    for _ in range(40):
-        X = rng.normal(size=(30, len(fit_ranker.FEATURES)))
-        grade = (X[:, 1] + X[:, 4] + rng.normal(size=30) * 0.5 > 1.2).astype(np.int8)
-        records.append({"X": X, "grade": grade, "fused": X[:, 0] * 0.1})
-    trees = {"num_leaves": 7, "min_data_in_leaf": 5, "rounds": 20}
+    records, trees = _records(), SMALL_TREES
 
     def dump(seed: int) -> list:
         return fit_ranker.train_lambdarank(records, residual=True, seed=seed, trees=trees).dump_model()["tree_info"]
 
     assert dump(0) == dump(0)
     assert dump(0) != dump(1)
+
+
+def test_an_ensemble_exports_as_one_model_scoring_the_mean_of_its_boosters() -> None:
+    """``fit_ranker.py --ensemble K``: K boosters under seeds seed … seed + K - 1; the exported JSON model (one set of
+    trees, each value over K) scores what their mean predicts, and its contributions still add up to the score."""
+    pytest.importorskip("lightgbm")
+    from hanrag.search.ranker import _ranker_from, from_lightgbm
+
+    records = _records()
+    ensemble = fit_ranker.train_ensemble(records, True, seed=4, size=3, trees=SMALL_TREES)
+    assert len(ensemble.models) == 3
+    X = np.vstack([r["X"] for r in records[:5]])
+    singles = [fit_ranker.train_lambdarank(records, True, 4 + i, SMALL_TREES).predict(X) for i in range(3)]
+    assert np.allclose(ensemble.predict(X), np.mean(singles, axis=0))
+    model = _ranker_from(json.loads(json.dumps(from_lightgbm(ensemble.dump_model(), fit_ranker.FEATURES, 10.0, 50))),
+                         "test")
+    assert len(model.roots) == 3 * SMALL_TREES["rounds"]
+    assert np.allclose(model.predict(X), ensemble.predict(X), atol=1e-9)
+    contrib, base = model.contributions(X)
+    assert np.allclose(base + contrib.sum(axis=1), ensemble.predict(X), atol=1e-9)
+    assert fit_ranker.train_ensemble(records, True, seed=4, size=1, trees=SMALL_TREES).predict(X) == \
+        pytest.approx(singles[0])
+
+
+def test_records_are_read_by_their_feature_names(tmp_path) -> None:
+    """Records that name their columns (fit.py) are read by name, so a feature added or dropped since leaves them
+    readable; records without names must have this hanrag's columns, and a missing feature is named."""
+    names = [*fit_ranker.FEATURES, "a_feature_since_dropped"]
+    X = np.arange(3 * len(names), dtype=float).reshape(3, len(names))
+    X = X[:, ::-1]
+    names = names[::-1]
+    picked = fit_ranker.feature_columns(X, names, tmp_path / "r.npz")
+    assert picked.shape == (3, len(fit_ranker.FEATURES))
+    assert np.array_equal(picked[:, 0], X[:, names.index(fit_ranker.FEATURES[0])])
+    with pytest.raises(SystemExit, match="without the features second_gap"):
+        fit_ranker.feature_columns(X, [n for n in names if n != "second_gap"], tmp_path / "r.npz")
+    with pytest.raises(SystemExit, match="r.npz: records of 15 features without their names"):
+        fit_ranker.feature_columns(X, None, tmp_path / "r.npz")
+    assert fit_ranker.feature_columns(X[:, 1:], None, tmp_path / "r.npz").shape[1] == len(fit_ranker.FEATURES)
