@@ -191,6 +191,26 @@ def expanded_gap() -> str:
     return "\n".join(lines) + "\n"
 
 
+def ensemble(name: str = "fit-ranker-ensemble3.json") -> str:
+    """The trees' draw in the fitting protocol: the residual trees under three seeds, one by one and as their mean
+    (``fit_ranker.py --ensemble 3``), against the rule table (one run's held-out folds)."""
+    path = RESULTS / name
+    if not path.exists():
+        return ""
+    run = json.loads(path.read_text())
+    sets = list(run["held_out"]["rule table"])
+    singles = sorted(k for k in run["held_out"] if k.startswith("lambdarank-residual, seed "))
+    lines = [f"The trees' draw, nDCG@10 held out: `{name}` (records of {run['records']}, the feature columns of "
+             f"this release read by name; records made at {run['commit'][:7]})", "",
+             "| model | mean | " + " | ".join(sets) + " |", "| --- | ---: |" + " ---: |" * len(sets)]
+    for row, label in (("rule table", "rule table"), *((k, "trees, " + k.removeprefix("lambdarank-residual, "))
+                                                        for k in singles),
+                       ("lambdarank-residual", f"trees, the mean of {len(singles)} seeds")):
+        cells = [f"{run['held_out'][row][s]:.3f}".lstrip("0") for s in sets]
+        lines.append(f"| {label} | {run['mean_held_out_ndcg@10'][row]:.4f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
         print(table("Each set alone", "quality-plain-standalone.json", "quality-xling-standalone.json",
@@ -211,6 +231,7 @@ def main() -> None:
     print(second_encoder())
     print(tree_runs())
     print(expanded_gap())
+    print(ensemble())
 
 
 if __name__ == "__main__":
