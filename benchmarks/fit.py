@@ -180,7 +180,8 @@ def save_records(path: Path, records: list[dict], measured: dict) -> None:
         cell=np.array([r["cell"] for r in records]),
         # the judged passages of each query, found or not (nDCG's ideal ranking counts the ones not retrieved)
         judged=np.array([json.dumps(r["rel"]) for r in records]), measured=np.array(json.dumps(measured)),
-        # the columns of X by name: records made before a feature was added or dropped are read by name
+        # the columns of X by name: fit_ranker.py picks its columns by name, so records outlive a feature dropped
+        # or moved since they were made
         features=np.array(FEATURES))
 
 

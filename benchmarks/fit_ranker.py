@@ -27,8 +27,8 @@ is needed only here (the ``test`` extra), not by hanrag.
 
 ``--seed`` is LightGBM's draw of the features each tree sees; ``--ensemble K`` makes the residual trees the mean of
 K boosters (seeds ``--seed`` … ``--seed + K - 1``; each also reported alone as ``lambdarank-residual, seed S``),
-exported as one model of K times the trees. Records name their feature columns (``fit.py``), so records made with
-a feature since dropped are read by name.
+exported as one model of K times the trees. Records name their feature columns (``fit.py``) and are read by name,
+so records made with a feature since dropped or moved still load.
 """
 
 from __future__ import annotations
