@@ -122,6 +122,12 @@ SECOND_ENCODER_RUNS = {  # fit-ranker-<name>.json: the trees' folds on fit.py's 
 KEPT = "lambdarank-residual, language order kept"
 
 
+def held_out_row(labels: tuple[str, ...], run: dict, row: str, sets: list[str]) -> str:
+    """One model's line of a ``fit_ranker.py`` table: its labels, its mean held-out nDCG@10, then each set's."""
+    cells = [f"{run['held_out'][row][s]:.3f}".lstrip("0") for s in sets]
+    return f"| {' | '.join(labels)} | {run['mean_held_out_ndcg@10'][row]:.4f} | " + " | ".join(cells) + " |"
+
+
 def second_encoder() -> str:
     """The fitting protocol's held-out nDCG@10 for each weight of the second encoder: the rule table and the
     shipped kind of trees (kept language order), from ``fit_ranker.py``'s JSON of each setting's records."""
@@ -136,9 +142,7 @@ def second_encoder() -> str:
              "| setting | model | mean | " + " | ".join(sets) + " |", "| --- | --- | ---: |" + " ---: |" * len(sets)]
     for k, run in runs.items():
         for row, label in (("rule table", "rule table"), (KEPT, "trees")):
-            cells = [f"{run['held_out'][row][s]:.3f}".lstrip("0") for s in sets]
-            lines.append(f"| {SECOND_ENCODER_RUNS[k]} | {label} | {run['mean_held_out_ndcg@10'][row]:.4f} | "
-                         + " | ".join(cells) + " |")
+            lines.append(held_out_row((SECOND_ENCODER_RUNS[k], label), run, row, sets))
     return "\n".join(lines) + "\n"
 
 
@@ -152,8 +156,7 @@ def tree_runs(name: str = "fit-ranker-plain-export.json") -> str:
              "| model | mean | " + " | ".join(sets) + " |", "| --- | ---: |" + " ---: |" * len(sets)]
     for row, label in (("rule table", "rule table"), (KEPT, "trees, language order kept"),
                        ("lambdarank-residual", "trees as trained (shipped)")):
-        cells = [f"{run['held_out'][row][s]:.3f}".lstrip("0") for s in sets]
-        lines.append(f"| {label} | {run['mean_held_out_ndcg@10'][row]:.4f} | " + " | ".join(cells) + " |")
+        lines.append(held_out_row((label,), run, row, sets))
     return "\n".join(lines) + "\n"
 
 
@@ -180,14 +183,11 @@ def expanded_gap() -> str:
              f"{', '.join(sorted({r['commit'][:7] for r in runs.values()}))})", "",
              "| setting | model | mean | " + " | ".join(sets) + " |", "| --- | --- | ---: |" + " ---: |" * len(sets)]
     for k, run in runs.items():
-        rows = {"expanded-without": ("rule table", "linear"), "expanded": ("linear",)}.get(k, ())
-        for row in (*rows, "lambdarank-residual"):
-            cells = [f"{run['held_out'][row][s]:.3f}".lstrip("0") for s in sets]
-            label = {"lambdarank-residual": "trees as trained"}.get(row, row)
-            setting = "—" if row == "rule table" else EXPANDED_RUNS[k].removesuffix(", seed 0") if row == "linear" \
-                else EXPANDED_RUNS[k]
-            lines.append(f"| {setting} | {label} | {run['mean_held_out_ndcg@10'][row]:.4f} | "
-                         + " | ".join(cells) + " |")
+        if k == "expanded-without":  # the rule table does not read the feature: once
+            lines.append(held_out_row(("—", "rule table"), run, "rule table", sets))
+        if not k.endswith("seed1"):  # the linear model has no draw: seed 0's run only
+            lines.append(held_out_row((EXPANDED_RUNS[k].removesuffix(", seed 0"), "linear"), run, "linear", sets))
+        lines.append(held_out_row((EXPANDED_RUNS[k], "trees as trained"), run, "lambdarank-residual", sets))
     return "\n".join(lines) + "\n"
 
 
@@ -206,8 +206,7 @@ def ensemble(name: str = "fit-ranker-ensemble3.json") -> str:
     for row, label in (("rule table", "rule table"), *((k, "trees, " + k.removeprefix("lambdarank-residual, "))
                                                         for k in singles),
                        ("lambdarank-residual", f"trees, the mean of {len(singles)} seeds")):
-        cells = [f"{run['held_out'][row][s]:.3f}".lstrip("0") for s in sets]
-        lines.append(f"| {label} | {run['mean_held_out_ndcg@10'][row]:.4f} | " + " | ".join(cells) + " |")
+        lines.append(held_out_row((label,), run, row, sets))
     return "\n".join(lines) + "\n"
 
 
