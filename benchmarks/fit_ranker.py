@@ -130,6 +130,11 @@ def _head(rec: dict, n: int = HEAD) -> dict:
             "bn": rec["bn"][keep], "dn": rec["dn"][keep], "docs": [rec["docs"][i] for i in keep]}
 
 
+def mean_ndcg(test: list[dict], head_scores: list[np.ndarray]) -> float:
+    """The held-out set's mean nDCG@10 with each query's head in the order of its scores (:func:`reordered`)."""
+    return float(np.mean([ndcg(r, reordered(r, s)) for r, s in zip(test, head_scores, strict=True)]))
+
+
 def reordered(rec: dict, head_scores: np.ndarray) -> np.ndarray:
     """Scores for every candidate: the head in the model's order, above the tail in the rule table's order."""
     order = np.argsort(-rec["fused"], kind="stable")
@@ -253,20 +258,18 @@ def main() -> None:
         heads = [_head(r) for r in train]
         w = fit_ranker(heads)
         test_heads = [_head(r) for r in test]
-        rows["linear"][g] = float(np.mean([ndcg(r, reordered(r, h["X"] @ w))
-                                           for r, h in zip(test, test_heads, strict=True)]))
-        for name, residual in (("lambdarank", False), ("lambdarank-residual", True)):
-            model = train_ensemble(heads, residual, args.seed, args.ensemble if residual else 1, trees)
-            scores = [score_model(model, h, residual) for h in test_heads]
-            rows[name][g] = float(np.mean([ndcg(r, reordered(r, s)) for r, s in zip(test, scores, strict=True)]))
+        rows["linear"][g] = mean_ndcg(test, [h["X"] @ w for h in test_heads])
+        plain = train_lambdarank(heads, False, args.seed, trees)
+        rows["lambdarank"][g] = mean_ndcg(test, [score_model(plain, h, False) for h in test_heads])
+        model = train_ensemble(heads, True, args.seed, args.ensemble, trees)
+        scores = [score_model(model, h, True) for h in test_heads]
+        rows["lambdarank-residual"][g] = mean_ndcg(test, scores)
         # an ensemble's boosters one by one: the single draws its mean is compared with, from the same run
         for i, member in enumerate(getattr(model, "models", [])):
-            one = [score_model(member, h, True) for h in test_heads]
-            rows.setdefault(f"lambdarank-residual, seed {args.seed + i}", {})[g] = float(
-                np.mean([ndcg(r, reordered(r, s)) for r, s in zip(test, one, strict=True)]))
-        # the residual trees' scores (the last pass) as a search uses them
-        rows[KEPT][g] = float(np.mean([ndcg(r, reordered(r, language_order_kept(h, s)))
-                                       for r, h, s in zip(test, test_heads, scores, strict=True)]))
+            rows.setdefault(f"lambdarank-residual, seed {args.seed + i}", {})[g] = mean_ndcg(
+                test, [score_model(member, h, True) for h in test_heads])
+        # the residual trees' scores as a search uses them
+        rows[KEPT][g] = mean_ndcg(test, [language_order_kept(h, sc) for h, sc in zip(test_heads, scores, strict=True)])
         print(f"held out {g:<24} " + "  ".join(f"{k} {v[g]:.3f}" for k, v in rows.items())
               + f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
     means = {k: float(np.mean(list(v.values()))) for k, v in rows.items()}
