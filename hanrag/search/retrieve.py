@@ -63,10 +63,6 @@ class Retriever:
         bm25: dict[str, float] = {}
         dense: dict[str, float] = {}
         pools: dict[str, tuple[tuple[str, float], ...]] = {}
-        # one backend call draws the query's own search and each language's pool the request names: on an index
-        # searched exactly, one scan of every vector serves them all (four scans were most of a hybrid search's time,
-        # benchmarks/scale.py)
-        wanted = request.pools
 
         def dense_side() -> tuple[np.ndarray, dict[str, float], dict[str, tuple[tuple[str, float], ...]]]:
             t = time.perf_counter()
@@ -75,9 +71,12 @@ class Retriever:
                 vec = self.neutral(vec)
             times.embed = time.perf_counter() - t
             t = time.perf_counter()
-            found, *each = self.backend.dense_search_each(vec, k, [filters, *wanted.values()])
+            # one backend call draws the query's own search and each language's pool the request names: on an index
+            # searched exactly, one scan of every vector serves them all (four scans were most of a hybrid search's
+            # time, benchmarks/scale.py)
+            found, *each = self.backend.dense_search_each(vec, k, [filters, *request.pools.values()])
             times.dense = time.perf_counter() - t
-            return vec, dict(found), {lang: tuple(hits) for lang, hits in zip(wanted, each, strict=True)}
+            return vec, dict(found), {lang: tuple(hits) for lang, hits in zip(request.pools, each, strict=True)}
 
         # hybrid on a large index: the dense side runs in a worker while BM25 runs here (the HNSW walk and BLAS
         # release the GIL; at 1M chunks BM25's time hides behind the graph walk's). On a small index both take
