@@ -92,11 +92,11 @@ def test_the_seed_is_the_trees_draw_and_the_same_seed_the_same_trees() -> None:
     assert dump(0) != dump(1)
 
 
-def test_an_ensemble_exports_as_one_model_scoring_the_mean_of_its_boosters() -> None:
+def test_an_ensemble_exports_as_one_model_scoring_the_mean_of_its_boosters(tmp_path) -> None:
     """``fit_ranker.py --ensemble K``: K boosters under seeds seed … seed + K - 1; the exported JSON model (one set of
     trees, each value over K) scores what their mean predicts, and its contributions still add up to the score."""
     pytest.importorskip("lightgbm")
-    from hanrag.search.ranker import _ranker_from, from_lightgbm
+    from hanrag.search.ranker import from_lightgbm, load_ranker
 
     records = _records()
     ensemble = fit_ranker.train_ensemble(records, True, seed=4, size=3, trees=SMALL_TREES)
@@ -104,8 +104,9 @@ def test_an_ensemble_exports_as_one_model_scoring_the_mean_of_its_boosters() -> 
     X = np.vstack([r["X"] for r in records[:5]])
     singles = [fit_ranker.train_lambdarank(records, True, 4 + i, SMALL_TREES).predict(X) for i in range(3)]
     assert np.allclose(ensemble.predict(X), np.mean(singles, axis=0))
-    model = _ranker_from(json.loads(json.dumps(from_lightgbm(ensemble.dump_model(), fit_ranker.FEATURES, 10.0, 50))),
-                         "test")
+    path = tmp_path / "ensemble.json"  # as `--export` writes it, read as search.ranker reads a model file
+    path.write_text(json.dumps(from_lightgbm(ensemble.dump_model(), fit_ranker.FEATURES, 10.0, 50)), encoding="utf-8")
+    model = load_ranker(str(path))
     assert len(model.roots) == 3 * SMALL_TREES["rounds"]
     assert np.allclose(model.predict(X), ensemble.predict(X), atol=1e-9)
     contrib, base = model.contributions(X)
