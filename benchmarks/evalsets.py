@@ -12,7 +12,9 @@ Sets:
   ko2en_tech, en2ko_tech — held out from every fit;
 * tuning (``eval/``): tune_ko2zpzq (Korean queries over 子平真诠评注), tune_ko_tech (Korean queries over
   Korean Kubernetes docs), tune_en2ko_tech (the same queries in English), tune_ko2en_react (Korean queries over
-  English React docs) and tune_en2ko_react (English queries over Korean React docs), which fit.py may use.
+  English React docs) and tune_en2ko_react (English queries over Korean React docs), the same pairs over the Vue.js
+  docs (tune_ko2en_vue, tune_en2ko_vue) and the TypeScript handbook (tune_ko2en_ts, tune_en2ko_ts), which fit.py
+  may use.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ SHARED_SETS = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en", "xquad_en
 CROSS_SETS = ("ko2hanja", "hanja2ko", "ko2en_tech", "en2ko_tech")
 # TUNING data in eval/ (written after the held-out sets, from other texts): fit.py may choose on it
 TUNE_SETS = ("tune_ko2zpzq", "tune_ko_tech", "tune_en2ko_tech", "tune_ko2en_react", "tune_en2ko_react",
-             "tune_ko2en_vue", "tune_en2ko_vue")
+             "tune_ko2en_vue", "tune_en2ko_vue", "tune_ko2en_ts", "tune_en2ko_ts")
 # one collection with every corpus (xquad_en left out: its paragraphs are the English twins of xquad_en2zh's)
 MIXED_SETS = ("korquad1_ko_chunks", "cmrc2018_zh_chunks", "xquad_en2zh", "cranfield_en", *CROSS_SETS)
 REPO_EVAL = ROOT / "eval"

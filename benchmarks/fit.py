@@ -5,7 +5,7 @@ Protocol (fixed, issue 11):
   cranfield_en) and the tuning sets of eval/ (``evalsets.TUNE_SETS``: tune_ko2zpzq, Korean queries over 子平真诠评注;
   tune_ko_tech, Korean queries over Korean Kubernetes docs; tune_en2ko_tech, the same queries in English;
   tune_ko2en_react / tune_en2ko_react, Korean queries over English React docs and the reverse; tune_ko2en_vue /
-  tune_en2ko_vue, the same over Vue.js docs), each
+  tune_en2ko_vue, the same over Vue.js docs; tune_ko2en_ts / tune_en2ko_ts, over the TypeScript handbook), each
   standalone and in one mixed index (quality.py's MIXED corpora plus the tuning corpora, ``MIXED-FIT``);
 * judged with each set's own judgments joined by its pooled ones (``eval/pooled/<set>.tsv``, judged by reading: the
   unjudged passages that the rule table or the learned ranker put in a top 10 here, ``benchmarks/pool_fit.py``), so

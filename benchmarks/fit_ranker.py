@@ -236,6 +236,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0,
                     help="LightGBM's seed (which features and rows each tree sees): another seed measures how much "
                          "of a difference between two runs is the draw")
+    ap.add_argument("--train-without", nargs="*", default=[], metavar="SET",
+                    help="tuning sets no fold (nor --export) trains on, still each scored held out: what the trees "
+                         "gain from a set's data is this run against one without the option")
     ap.add_argument("--ensemble", type=int, default=1,
                     help="the residual trees as the mean of this many boosters, seeds --seed, --seed + 1, …")
     args = ap.parse_args()
@@ -247,11 +250,15 @@ def main() -> None:
         r["X"][:, [FEATURES.index(f) for f in args.without]] = 0.0
     cells = sorted({r["cell"] for r in records})
     base = {r["set"]: r["set"].removeprefix("MIXED:") for r in records}
+    unknown = sorted(set(args.train_without) - set(base.values()))
+    if unknown:
+        ap.error(f"--train-without: no records of {', '.join(unknown)}")
+    trainable = [r for r in records if base[r["set"]] not in args.train_without]
     rows: dict[str, dict[str, float]] = {"rule table": {}, "linear": {}, "lambdarank": {}, "lambdarank-residual": {},
                                          KEPT: {}}
     for g in sorted(set(base.values())):
         t0 = time.perf_counter()
-        train = [r for r in records if base[r["set"]] != g]
+        train = [r for r in trainable if base[r["set"]] != g]
         alphas = choose(train, cells)
         train, test = with_rule(train, alphas), with_rule([r for r in records if base[r["set"]] == g], alphas)
         rows["rule table"][g] = float(np.mean([ndcg(r, r["fused"]) for r in test]))
@@ -282,14 +289,14 @@ def main() -> None:
         args.json.write_text(json.dumps({
             **measured, "command": " ".join(sys.argv), "records": str(args.records), "without": args.without,
             "metric": "mean leave-one-set-out nDCG@10 (hanrag.eval), every query of a set weighing the same",
-            "trees": trees, "seed": args.seed, "ensemble": args.ensemble,
+            "trees": trees, "seed": args.seed, "ensemble": args.ensemble, "train_without": args.train_without,
             "judgments": JUDGMENTS,
             "mean_held_out_ndcg@10": means, "held_out": rows,
             "rule": "a ranker replaces the rule table when its mean is higher and no set loses more than "
                     f"{MAX_SET_LOSS}",
             "replaces_rule_table": verdict}, indent=1))
     if args.export:
-        export(records, measured, means, args.export, keep_order(means, verdict), trees, args.seed, args.ensemble)
+        export(trainable, measured, means, args.export, keep_order(means, verdict), trees, args.seed, args.ensemble)
 
 
 def keep_order(means: dict[str, float], verdict: dict[str, bool]) -> bool:
