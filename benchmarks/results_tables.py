@@ -208,6 +208,45 @@ def expanded_gap() -> str:
     return "\n".join(lines) + "\n"
 
 
+TS_TRAINING_RUNS = {  # fit-ranker-<name>.json: one fit.py run's records, the TypeScript pair in training or not
+    "ts-without": "without the TypeScript pair, seed 0",
+    "ts": "with the TypeScript pair, seed 0",
+    "ts-without-seed1": "without the TypeScript pair, seed 1",
+    "ts-seed1": "with the TypeScript pair, seed 1",
+}
+TS_SETS = ("tune_ko2en_ts", "tune_en2ko_ts")
+
+
+def ts_training() -> str:
+    """What the TypeScript pair's data adds to the trees: the fitting protocol's held-out nDCG@10 on the same
+    records with the pair in every fold's training and kept out of it (``fit_ranker.py --train-without``), under
+    two seeds; the mean of the twelve other tuning sets is the comparison (the pair's own folds never train on
+    themselves either way)."""
+    runs = {k: json.loads((RESULTS / f"fit-ranker-{k}.json").read_text()) for k in TS_TRAINING_RUNS
+            if (RESULTS / f"fit-ranker-{k}.json").exists()}
+    if not runs:
+        return ""
+    first = next(iter(runs.values()))
+    sets = list(first["held_out"]["rule table"])
+    others = [g for g in sets if g not in TS_SETS]
+    lines = [f"The TypeScript pair in the trees' training, nDCG@10 held out: `fit-ranker-ts*.json` (records of "
+             f"{first['records']}, made at {first['commit'][:7]}, every pooled judgment)", "",
+             "| model | mean of the 12 others | mean | " + " | ".join(sets) + " |",
+             "| --- | ---: | ---: |" + " ---: |" * len(sets)]
+
+    def line(label: str, run: dict, row: str) -> str:
+        vals = run["held_out"][row]
+        cells = [f"{vals[g]:.3f}".lstrip("0") for g in sets]
+        return (f"| {label} | {sum(vals[g] for g in others) / len(others):.4f} | "
+                f"{run['mean_held_out_ndcg@10'][row]:.4f} | " + " | ".join(cells) + " |")
+
+    for k, label in (("ts-without", "rule table, chosen without the pair"), ("ts", "rule table, chosen with it")):
+        if k in runs:
+            lines.append(line(label, runs[k], "rule table"))
+    lines += [line(f"trees {TS_TRAINING_RUNS[k]}", run, "lambdarank-residual") for k, run in runs.items()]
+    return "\n".join(lines) + "\n"
+
+
 def ensemble(name: str = "fit-ranker-ensemble3.json") -> str:
     """The trees' draw in the fitting protocol: the residual trees under three seeds, one by one and as their mean
     (``fit_ranker.py --ensemble 3``), against the rule table (one run's held-out folds)."""
@@ -250,6 +289,7 @@ def main() -> None:
     print(tree_runs())
     print(expanded_gap())
     print(ensemble())
+    print(ts_training())
 
 
 if __name__ == "__main__":
