@@ -268,21 +268,21 @@ def ensemble(name: str = "fit-ranker-ensemble3.json") -> str:
 
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
-        print(table("Each set alone", "quality-ts-standalone.json", "quality-plain-standalone.json",
+        print(table("Each set alone", "quality-ts-standalone.json", "quality-last-trees-standalone.json",
                     "standalone", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("MIXED, one index of every corpus, the first 300 queries of a set (`<set> pooled`: with the "
-                    "pooled judgments of eval/pooled/)", "quality-ts-mixed.json", "quality-plain-mixed.json",
+                    "pooled judgments of eval/pooled/)", "quality-ts-mixed.json", "quality-last-trees-mixed.json",
                     "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The React pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-ts-react.json", "quality-plain-react.json", "mixed", metric))
+                    "quality-ts-react.json", "quality-last-trees-react.json", "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The Vue pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-ts-vue.json", "quality-plain-vue.json", "mixed", metric))
+                    "quality-ts-vue.json", "quality-last-trees-vue.json", "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The TypeScript pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-ts-pair.json", "quality-ts-fresh-pair.json", "mixed", metric))
+                    "quality-ts-pair.json", "quality-last-trees-ts.json", "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(fresh_pair(metric))
     print(encoders())
