@@ -254,10 +254,10 @@ def main() -> None:
         r["X"][:, [FEATURES.index(f) for f in args.without]] = 0.0
     cells = sorted({r["cell"] for r in records})
     base = {r["set"]: r["set"].removeprefix("MIXED:") for r in records}
-    unknown = sorted(set(args.train_without) - set(base.values()))
-    if unknown:
-        ap.error(f"--train-without: no records of {', '.join(unknown)}")
-    trainable = [r for r in records if base[r["set"]] not in args.train_without]
+    try:
+        trainable = training_records(records, args.train_without)
+    except ValueError as e:
+        ap.error(f"--train-without: {e}")
     rows: dict[str, dict[str, float]] = {"rule table": {}, "linear": {}, "lambdarank": {}, "lambdarank-residual": {},
                                          KEPT: {}}
     for g in sorted(set(base.values())):
@@ -301,6 +301,16 @@ def main() -> None:
             "replaces_rule_table": verdict}, indent=1))
     if args.export:
         export(trainable, measured, means, args.export, keep_order(means, verdict), trees, args.seed, args.ensemble)
+
+
+def training_records(records: list[dict], without: list[str]) -> list[dict]:
+    """The records a fold may train on: all but those of the tuning sets named (alone and in MIXED-FIT); a name
+    with no records is an error, since a misspelt set would silently measure nothing."""
+    sets = {r["set"].removeprefix("MIXED:") for r in records}
+    unknown = sorted(set(without) - sets)
+    if unknown:
+        raise ValueError(f"no records of {', '.join(unknown)}")
+    return [r for r in records if r["set"].removeprefix("MIXED:") not in without]
 
 
 def keep_order(means: dict[str, float], verdict: dict[str, bool]) -> bool:

@@ -115,6 +115,17 @@ def test_an_ensemble_exports_as_one_model_scoring_the_mean_of_its_boosters(tmp_p
         pytest.approx(singles[0])
 
 
+def test_sets_kept_out_of_training_leave_with_their_mixed_runs_and_a_misspelt_one_is_refused() -> None:
+    """``fit_ranker.py --train-without``: a set's standalone and MIXED-FIT records leave the training pool together,
+    the other sets' stay; a name no record carries is an error rather than a run that measures nothing."""
+    records = [{"set": s} for s in ("tune_a", "MIXED:tune_a", "tune_b", "MIXED:tune_b", "korquad")]
+    kept = fit_ranker.training_records(records, ["tune_b"])
+    assert [r["set"] for r in kept] == ["tune_a", "MIXED:tune_a", "korquad"]
+    assert fit_ranker.training_records(records, []) == records
+    with pytest.raises(ValueError, match="tune_c"):
+        fit_ranker.training_records(records, ["tune_b", "tune_c"])
+
+
 def test_records_are_read_by_their_feature_names(tmp_path) -> None:
     """Records that name their columns (fit.py) are read by name, so a feature added or dropped since leaves them
     readable; records without names must have this hanrag's columns, and a missing feature is named."""
