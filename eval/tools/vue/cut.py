@@ -208,8 +208,9 @@ def prose_len(text):
 DROPPED_UNTRANSLATED = []
 
 
-def passages(git_dir, commit, path, lang):
-    title, md = clean(show(git_dir, commit, path), lang)
+def passages(git_dir, commit, path, lang, cleaner=None):
+    """``cleaner``: another site's clean(md, lang) -> (title, md) (eval/tools/ts/cut.py); default this one's."""
+    title, md = (cleaner or clean)(show(git_dir, commit, path), lang)
     out = []
     for h2, h3, body in sections(md):
         chunks, cur = [], ''
