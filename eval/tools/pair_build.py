@@ -1,4 +1,4 @@
-"""One builder for the Korean/English documentation pairs (eval/tools/vue, eval/tools/ts): each pair's
+"""One builder for the Korean/English documentation pairs (eval/tools/react, vue, ts): each pair's
 build_sets.py describes its site (:class:`Site`: snapshots and pages, cutter, ids, licence, how passages were cut)
 and hands its hand-written queries to :func:`build`, which writes the set's corpus.jsonl, queries.jsonl, qrels.tsv
 and meta.json (provenance, counts, checksums)."""
