@@ -36,7 +36,7 @@ def cedict_path() -> str | None:
     return path if os.path.isfile(path) else None
 
 
-_CACHE_FORMAT = 1  # bump when _build_en_zh changes what it returns
+_CACHE_FORMAT = 2  # bump when _build_en_zh changes what it returns
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,7 +125,10 @@ def _build_en_zh(path: str, per_word: int) -> dict[str, tuple[str, ...]]:
     return out
 
 
-_HANGUL_CACHE_FORMAT = 1  # bump when _build_hangul_en changes what it returns
+_HANGUL_CACHE_FORMAT = 3  # bump when _build_hangul_en changes what it returns
+# a Han word read like a more common one stands for the Korean word only when used at least a tenth as often (chosen
+# by reading, not fitted: 변수 is 边陲 390 and 变数 128 in jieba's counts, 요소 is 要素 2,627 and 尿素 116)
+RARE_HOMOPHONE = 10
 
 
 @functools.lru_cache(maxsize=1)
@@ -141,14 +144,17 @@ def hangul_en_dictionary(per_word: int = 2) -> dict[str, tuple[str, ...]]:
 
 def _one_word_glosses(glosses: list[str], stop: frozenset[str] = STOPWORDS) -> list[str]:
     """The glosses of one entry that are one English word once cleaned ("to build" -> build), none of ``stop``;
-    cross-references and surnames are not glosses."""
+    cross-references and surnames are not glosses. A gloss of several senses written with semicolons
+    ("condition; state; state of affairs", how CC-CEDICT now writes many common words) is read sense by sense:
+    read whole, it is no one word, and 狀態 had no English at all."""
     out = []
     for gloss in glosses:
         if any(gloss.startswith(s) or s in gloss for s in _SKIP):
             continue
-        word = " ".join(_GLOSS_CLEAN.sub(" ", gloss).split()).lower()
-        if _WORD.match(word) and word not in stop:
-            out.append(word)
+        for sense in _GLOSS_CLEAN.sub(" ", gloss).split(";"):
+            word = " ".join(sense.split()).lower()
+            if _WORD.match(word) and word not in stop:
+                out.append(word)
     return list(dict.fromkeys(out))
 
 
@@ -169,12 +175,16 @@ def _build_hangul_en(path: str, per_word: int) -> dict[str, list[str]]:
             reading = hanja.translate(parts[0], "substitution")
             if not reading or not all("\uac00" <= ch <= "\ud7a3" for ch in reading):
                 continue
-            words = _one_word_glosses(glosses)
-            if words:
-                heads.setdefault(reading, {}).setdefault(parts[1], []).extend(words)
+            heads.setdefault(reading, {}).setdefault(parts[1], []).extend(_one_word_glosses(glosses))
     out = {}
     for reading, by_head in heads.items():
+        # the reading's most used Han words, whether CC-CEDICT glosses them in one word or not: 요소 is 要素 (no
+        # one-word gloss), and 尿素 (carbamide) is not its meaning for lack of one
         ranked = sorted(by_head, key=lambda h: (-freq.get(h, 0), h))[:per_word]
-        if freq.get(ranked[0], 0) > 0:  # a headword no modern text uses is no one's meaning of the word
-            out[reading] = list(dict.fromkeys(w for h in ranked if freq.get(h, 0) > 0 for w in by_head[h]))
+        top = freq.get(ranked[0], 0)
+        # a headword no modern text uses, or one far rarer than the reading's first, is no one's meaning of the word
+        kept = [h for h in ranked if freq.get(h, 0) > 0 and freq.get(h, 0) * RARE_HOMOPHONE >= top]
+        words = list(dict.fromkeys(w for h in kept for w in by_head[h]))
+        if words:
+            out[reading] = words
     return out
