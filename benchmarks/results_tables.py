@@ -294,21 +294,21 @@ def ensemble(name: str = "fit-ranker-ensemble3.json") -> str:
 
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
-        print(table("Each set alone", "quality-ts-standalone.json", "quality-last-trees-standalone.json",
+        print(table("Each set alone", "quality-cedict-standalone.json", "quality-ts-standalone.json",
                     "standalone", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("MIXED, one index of every corpus, the first 300 queries of a set (`<set> pooled`: with the "
-                    "pooled judgments of eval/pooled/)", "quality-ts-mixed.json", "quality-last-trees-mixed.json",
+                    "pooled judgments of eval/pooled/)", "quality-cedict-mixed.json", "quality-ts-mixed.json",
                     "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The React pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-ts-react.json", "quality-last-trees-react.json", "mixed", metric))
+                    "quality-cedict-react.json", "quality-ts-react.json", "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The Vue pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-ts-vue.json", "quality-last-trees-vue.json", "mixed", metric))
+                    "quality-cedict-vue.json", "quality-ts-vue.json", "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The TypeScript pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-ts-pair.json", "quality-last-trees-ts.json", "mixed", metric))
+                    "quality-cedict-pair.json", "quality-ts-pair.json", "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(fresh_pair(metric))
     print(encoders())
