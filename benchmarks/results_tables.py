@@ -247,29 +247,31 @@ def ts_training() -> str:
     return "\n".join(lines) + "\n"
 
 
-CEDICT_RUNS = {  # fit-ranker-<name>.json: records before the CC-CEDICT correction (fit-ts) and after it
-    "ts": ("before", "seed 0"), "cedict": ("after", "seed 0"),
-    "ts-seed1": ("before", "seed 1"), "cedict-seed1": ("after", "seed 1"),
+CEDICT_RECORDS = {  # fit-ranker-<name>.json: one fit.py run's records per reading of CC-CEDICT
+    "ts": "before",
+    "cedict": "semicolon parts as glosses (a7f8f87)",
+    "cedict2": "semicolon parts after whole glosses (29b233c)",
 }
 
 
 def cedict_change() -> str:
-    """What reading CC-CEDICT's semicolon senses and its common homophones only changed in the fitting protocol:
-    the rule table and the trees held out, on records made before the correction (1a5a2f6) and after it, under two
-    seeds each."""
-    runs = {k: json.loads((RESULTS / f"fit-ranker-{k}.json").read_text()) for k in CEDICT_RUNS
-            if (RESULTS / f"fit-ranker-{k}.json").exists()}
-    if "cedict" not in runs:
+    """What reading CC-CEDICT's semicolon-written glosses and only its common homophones changed in the fitting
+    protocol: the rule table and the trees (seeds 0 and 1) held out, on the records of each reading."""
+    runs = {(k, seed): json.loads((RESULTS / f"fit-ranker-{k}{seed}.json").read_text())
+            for k in CEDICT_RECORDS for seed in ("", "-seed1") if (RESULTS / f"fit-ranker-{k}{seed}.json").exists()}
+    if ("cedict", "") not in runs:
         return ""
-    sets = list(runs["cedict"]["held_out"]["rule table"])
-    lines = ["The CC-CEDICT correction in the fitting protocol, nDCG@10 held out: `fit-ranker-ts*.json` (records made "
-             f"at {runs['ts']['commit'][:7]}) and `fit-ranker-cedict*.json` (at {runs['cedict']['commit'][:7]})", "",
+    sets = list(runs[("cedict", "")]["held_out"]["rule table"])
+    made = ", ".join(f"`{k}` at {runs[(k, '')]['commit'][:7]}" for k in CEDICT_RECORDS if (k, "") in runs)
+    lines = [f"Reading CC-CEDICT, nDCG@10 held out: `fit-ranker-<records>[-seed1].json` (records made: {made})", "",
              "| model | records | mean | " + " | ".join(sets) + " |", "| --- | --- | ---: |" + " ---: |" * len(sets)]
-    for k in ("ts", "cedict"):
-        lines.append(held_out_row(("rule table", CEDICT_RUNS[k][0]), runs[k], "rule table", sets))
-    for k, (when, seed) in CEDICT_RUNS.items():
-        if k in runs:
-            lines.append(held_out_row((f"trees, {seed}", when), runs[k], "lambdarank-residual", sets))
+    for k, label in CEDICT_RECORDS.items():
+        if (k, "") in runs:
+            lines.append(held_out_row(("rule table", label), runs[(k, "")], "rule table", sets))
+    for seed, name in (("", "seed 0"), ("-seed1", "seed 1")):
+        for k, label in CEDICT_RECORDS.items():
+            if (k, seed) in runs:
+                lines.append(held_out_row((f"trees, {name}", label), runs[(k, seed)], "lambdarank-residual", sets))
     return "\n".join(lines) + "\n"
 
 
