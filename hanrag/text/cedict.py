@@ -36,7 +36,7 @@ def cedict_path() -> str | None:
     return path if os.path.isfile(path) else None
 
 
-_CACHE_FORMAT = 3  # bump when _build_en_zh changes what it returns
+_CACHE_FORMAT = 2  # bump when _build_en_zh changes what it returns
 
 
 @functools.lru_cache(maxsize=1)
@@ -96,8 +96,7 @@ def _cached_table(name: str, build: Callable[[str], dict[str, list[str]] | dict[
 
 def _build_en_zh(path: str, per_word: int) -> dict[str, tuple[str, ...]]:
     freq = _jieba_frequencies()
-    cands: dict[str, set[str]] = {}  # English word -> the headwords it glosses whole
-    by_part: dict[str, set[str]] = {}  # ... and those whose semicolon-written gloss has it as one part
+    cands: dict[str, set[str]] = {}
     tagged: set[str] = set()
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         for line in fh:
@@ -114,25 +113,19 @@ def _build_en_zh(path: str, per_word: int) -> dict[str, tuple[str, ...]]:
             if any(_OFFENSIVE.search(g) for g in glosses):
                 tagged.add(simp)  # in any of its entries: the headword is out altogether
                 continue
-            whole, parts = _gloss_words(glosses, stop=frozenset())
-            for word in whole:
+            for word in _one_word_glosses(glosses, stop=frozenset()):
                 cands.setdefault(word, set()).add(simp)
-            for word in parts:
-                by_part.setdefault(word, set()).add(simp)
     out = {}
-    for word in cands.keys() | by_part.keys():
-        # the Chinese words glossed by this word as a whole first, by use; then those with it as one wording of a
-        # sense (a frequent 情 is "feeling; emotion; passion; situation", not what "situation" translates to first)
-        zh = cands.get(word, set()) - tagged
-        more = by_part.get(word, set()) - tagged - zh
-        if not zh and not more:
+    for word, zh in cands.items():
+        zh = zh - tagged
+        if not zh:
             continue
-        ranked = sorted(zh, key=lambda w: (-freq.get(w, 0), w)) + sorted(more, key=lambda w: (-freq.get(w, 0), w))
+        ranked = sorted(zh, key=lambda w: (-freq.get(w, 0), w))
         out[word] = tuple(w for w in ranked[:per_word] if freq.get(w, 0) > 0) or tuple(ranked[:1])
     return out
 
 
-_HANGUL_CACHE_FORMAT = 4  # bump when _build_hangul_en changes what it returns
+_HANGUL_CACHE_FORMAT = 3  # bump when _build_hangul_en changes what it returns
 # a Han word read like a more common one stands for the Korean word only when used at least a tenth as often (chosen
 # by reading, not fitted: 변수 is 边陲 390 and 变数 128 in jieba's counts, 요소 is 要素 2,627 and 尿素 116)
 RARE_HOMOPHONE = 10
@@ -151,36 +144,25 @@ def hangul_en_dictionary(per_word: int = 2) -> dict[str, tuple[str, ...]]:
 
 def _one_word_glosses(glosses: list[str], stop: frozenset[str] = STOPWORDS) -> list[str]:
     """The glosses of one entry that are one English word once cleaned ("to build" -> build), none of ``stop``;
-    cross-references and surnames are not glosses. The whole glosses come first, then the one-word parts of a gloss
-    written as several wordings with semicolons (:func:`_gloss_words`)."""
-    whole, parts = _gloss_words(glosses, stop)
-    return whole + [w for w in parts if w not in whole]
-
-
-def _gloss_words(glosses: list[str], stop: frozenset[str] = STOPWORDS) -> tuple[list[str], list[str]]:
-    """(whole, parts): the glosses that are one word as they stand, and the one-word parts of those written with
-    semicolons ("condition; state; state of affairs", how CC-CEDICT now writes many common words; read whole, it
-    is no one word, and 狀態 had no English at all). A part is another wording of one of an entry's senses, so it
-    counts after every whole one: 变数 is "variable" ("(math.) a variable") before "uncertainties" ("variable
-    factor; uncertainties")."""
-    whole: list[str] = []
-    parts: list[str] = []
+    cross-references and surnames are not glosses. A gloss of several senses written with semicolons
+    ("condition; state; state of affairs", how CC-CEDICT now writes many common words) is read sense by sense:
+    read whole, it is no one word, and 狀態 had no English at all."""
+    out = []
     for gloss in glosses:
         if any(gloss.startswith(s) or s in gloss for s in _SKIP):
             continue
-        senses = _GLOSS_CLEAN.sub(" ", gloss).split(";")
-        for sense in senses:
+        for sense in _GLOSS_CLEAN.sub(" ", gloss).split(";"):
             word = " ".join(sense.split()).lower()
             if _WORD.match(word) and word not in stop:
-                (whole if len(senses) == 1 else parts).append(word)
-    return list(dict.fromkeys(whole)), list(dict.fromkeys(parts))
+                out.append(word)
+    return list(dict.fromkeys(out))
 
 
 def _build_hangul_en(path: str, per_word: int) -> dict[str, list[str]]:
     import hanja
 
     freq = _jieba_frequencies()
-    heads: dict[str, dict[str, tuple[list[str], list[str]]]] = {}  # reading -> headword -> (whole, parts)
+    heads: dict[str, dict[str, list[str]]] = {}  # reading -> simplified headword -> its one-word glosses
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         for line in fh:
             head, _, rest = line.partition(" [")
@@ -193,10 +175,7 @@ def _build_hangul_en(path: str, per_word: int) -> dict[str, list[str]]:
             reading = hanja.translate(parts[0], "substitution")
             if not reading or not all("\uac00" <= ch <= "\ud7a3" for ch in reading):
                 continue
-            whole, part = _gloss_words(glosses)
-            entry = heads.setdefault(reading, {}).setdefault(parts[1], ([], []))
-            entry[0].extend(whole)
-            entry[1].extend(part)
+            heads.setdefault(reading, {}).setdefault(parts[1], []).extend(_one_word_glosses(glosses))
     out = {}
     for reading, by_head in heads.items():
         # the reading's most used Han words, whether CC-CEDICT glosses them in one word or not: 요소 is 要素 (no
@@ -205,8 +184,7 @@ def _build_hangul_en(path: str, per_word: int) -> dict[str, list[str]]:
         top = freq.get(ranked[0], 0)
         # a headword no modern text uses, or one far rarer than the reading's first, is no one's meaning of the word
         kept = [h for h in ranked if freq.get(h, 0) > 0 and freq.get(h, 0) * RARE_HOMOPHONE >= top]
-        # every whole gloss of the kept Han words before any semicolon part (:func:`_gloss_words`)
-        words = list(dict.fromkeys([w for h in kept for w in by_head[h][0]] + [w for h in kept for w in by_head[h][1]]))
+        words = list(dict.fromkeys(w for h in kept for w in by_head[h]))
         if words:
             out[reading] = words
     return out
