@@ -254,22 +254,30 @@ CEDICT_RECORDS = {  # fit-ranker-<name>.json: one fit.py run's records per readi
 }
 
 
-def cedict_change() -> str:
-    """What reading CC-CEDICT's semicolon-written glosses and only its common homophones changed in the fitting
-    protocol: the rule table and the trees (seeds 0 and 1) held out, on the records of each reading."""
+LINK_RECORDS = {  # fit-ranker-<name>.json: one fit.py run's records per version of the corpus links
+    "cedict": "before",
+    "shortkeys": "two-class keys, three-letter words, voicing (1f69425)",
+    "cutwords": "and loanwords Kiwi cuts linked whole (95052e6)",
+}
+
+
+def records_change(title: str, records: dict[str, str]) -> str:
+    """A change of the protocol's records in the fitting protocol: the rule table and the trees (seeds 0 and 1) held
+    out, on the records of each version (``fit-ranker-<records>[-seed1].json``)."""
     runs = {(k, seed): json.loads((RESULTS / f"fit-ranker-{k}{seed}.json").read_text())
-            for k in CEDICT_RECORDS for seed in ("", "-seed1") if (RESULTS / f"fit-ranker-{k}{seed}.json").exists()}
-    if ("cedict", "") not in runs:
+            for k in records for seed in ("", "-seed1") if (RESULTS / f"fit-ranker-{k}{seed}.json").exists()}
+    first = next(iter(records))
+    if len({k for k, _ in runs}) < 2 or (first, "") not in runs:
         return ""
-    sets = list(runs[("cedict", "")]["held_out"]["rule table"])
-    made = ", ".join(f"`{k}` at {runs[(k, '')]['commit'][:7]}" for k in CEDICT_RECORDS if (k, "") in runs)
-    lines = [f"Reading CC-CEDICT, nDCG@10 held out: `fit-ranker-<records>[-seed1].json` (records made: {made})", "",
+    sets = list(runs[(first, "")]["held_out"]["rule table"])
+    made = ", ".join(f"`{k}` at {runs[(k, '')]['commit'][:7]}" for k in records if (k, "") in runs)
+    lines = [f"{title}, nDCG@10 held out: `fit-ranker-<records>[-seed1].json` (records made: {made})", "",
              "| model | records | mean | " + " | ".join(sets) + " |", "| --- | --- | ---: |" + " ---: |" * len(sets)]
-    for k, label in CEDICT_RECORDS.items():
+    for k, label in records.items():
         if (k, "") in runs:
             lines.append(held_out_row(("rule table", label), runs[(k, "")], "rule table", sets))
     for seed, name in (("", "seed 0"), ("-seed1", "seed 1")):
-        for k, label in CEDICT_RECORDS.items():
+        for k, label in records.items():
             if (k, seed) in runs:
                 lines.append(held_out_row((f"trees, {name}", label), runs[(k, seed)], "lambdarank-residual", sets))
     return "\n".join(lines) + "\n"
@@ -321,7 +329,8 @@ def main() -> None:
     print(expanded_gap())
     print(ensemble())
     print(ts_training())
-    print(cedict_change())
+    print(records_change("Reading CC-CEDICT", CEDICT_RECORDS))
+    print(records_change("Short loanword keys", LINK_RECORDS))
 
 
 if __name__ == "__main__":
