@@ -255,9 +255,8 @@ CEDICT_RECORDS = {  # fit-ranker-<name>.json: one fit.py run's records per readi
 
 
 LINK_RECORDS = {  # fit-ranker-<name>.json: one fit.py run's records per version of the corpus links
-    "cedict": "before",
-    "shortkeys": "two-class keys, three-letter words, voicing (1f69425)",
-    "cutwords": "and loanwords Kiwi cuts linked whole (95052e6)",
+    "cedict": "this release",
+    "shortkeys": "short loanword keys (1f69425, not adopted)",
 }
 
 

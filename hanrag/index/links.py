@@ -25,20 +25,18 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from hanrag.text.english import STOPWORDS
 from hanrag.text.loanword import MIN_KEY, english_key, hangul_key, may_be_loanword
 
 MAX_BYTES = 24_000  # both tables, JSON with non-ASCII escaped (the manifest shares Milvus's 64 KiB field)
-_EN_WORD = re.compile(r"[A-Za-z]{3,}")
+_EN_WORD = re.compile(r"[A-Za-z]{4,}")
 _HANGUL_TOKEN = re.compile(r"^[가-힣]{2,}$")
 
 
 def english_words(texts: Iterable[str]) -> Counter[str]:
-    """Lower-case English words of three letters or more (pod, tag, bug), no stopword, by the number of texts that
-    use them."""
+    """Lower-case English words of four letters or more, by the number of texts that use them."""
     counts: Counter[str] = Counter()
     for text in texts:
-        counts.update({w for w in map(str.lower, _EN_WORD.findall(text)) if w not in STOPWORDS})
+        counts.update({w.lower() for w in _EN_WORD.findall(text)})
     return counts
 
 

@@ -17,33 +17,28 @@ alone, and a link only ever lands on a word the corpus itself uses (:mod:`hanrag
 from __future__ import annotations
 
 import functools
-import itertools
 import re
 from collections.abc import Iterable
 
 _FIRST = 0xAC00
 _LAST = 0xD7A3
-# initial consonants in jamo order -> sound ('' = silent: ㅇ, and ㅎ which English h rarely keeps). A lower-case
-# letter is a sound Korean loanword spelling keeps apart within its class (ㄷ is d and ㅌ t, ㅈ is j or z and ㅊ ch),
-# an upper-case one the class alone; the key is the classes (:data:`_CLASS`), the letters only break ties
-_INITIAL = ("g", "k", "N", "d", "t", "L", "M", "b", "p", "s", "s", "", "j", "j", "c", "k", "t", "p", "")
+# initial consonants in jamo order -> class ('' = silent: ㅇ, and ㅎ which English h rarely keeps)
+_INITIAL = ("K", "K", "N", "T", "T", "L", "M", "P", "P", "S", "S", "", "S", "S", "S", "K", "T", "P", "")
 # final consonants (index 0 = none) -> class; a final ㅅ in a loanword is a t (셋 set, 로봇 robot) and a final ㅇ
 # is ng, one nasal like n
 _FINAL = ("", "K", "K", "K", "N", "N", "N", "T", "L", "LK", "LM", "LP", "LS", "LT", "LP", "L", "M", "P", "PS",
           "T", "T", "N", "T", "T", "K", "T", "P", "")
 
-# English spelling -> sounds as above; applied left to right, longest pattern first at each position
+# English spelling -> classes; applied left to right, longest pattern first at each position
 _EN_RULES = (
-    ("tion", "SN"), ("sion", "SN"), ("ture", "c"), ("sch", "Sk"), ("tch", "c"), ("dge", "j"), ("ph", "p"),
-    ("th", "S"), ("sh", "S"), ("ch", "c"), ("ck", "k"), ("qu", "k"), ("gh", ""), ("wh", ""), ("x", "kS"),
+    ("tion", "SN"), ("sion", "SN"), ("ture", "S"), ("sch", "SK"), ("tch", "S"), ("dge", "S"), ("ph", "P"),
+    ("th", "S"), ("sh", "S"), ("ch", "S"), ("ck", "K"), ("qu", "K"), ("gh", ""), ("wh", ""), ("x", "KS"),
 )
-_EN_SINGLE = {"b": "b", "p": "p", "f": "p", "v": "b", "d": "d", "t": "t", "k": "k", "q": "k", "g": "g",
-              "s": "S", "z": "j", "j": "j", "l": "L", "m": "M", "n": "N"}
-_SOFT_G_END = re.compile(r"(e|es|y|ies)$")  # a final ge or gy is a j: page 페이지, technology 테크놀로지
-_CLASS = str.maketrans("gkdtbpsjc", "KKTTPPSSS")
+_EN_SINGLE = {"b": "P", "p": "P", "f": "P", "v": "P", "d": "T", "t": "T", "k": "K", "q": "K", "g": "K",
+              "s": "S", "z": "S", "j": "S", "l": "L", "m": "M", "n": "N"}
 _VOWELS = frozenset("aeiouy")
 _EN_WORD = re.compile(r"^[a-z]+$")
-MIN_KEY = 2
+MIN_KEY = 3
 
 
 def _jamo(syllable: str) -> tuple[int, int, int]:
@@ -51,32 +46,22 @@ def _jamo(syllable: str) -> tuple[int, int, int]:
     return code // 588, (code % 588) // 28, code % 28
 
 
-def _collapse(sounds: str) -> tuple[str, str]:
-    """(key, sounds): one class for a run of the same class (ll, 롤 + 백, ss), and the run's sound where all its
-    letters agree (else its class), so the two strings align."""
-    key, merged = [], []
-    for cls, run in itertools.groupby(sounds, key=lambda ch: ch.translate(_CLASS)):
-        letters = {ch for ch in run if ch.islower()}
-        key.append(cls)
-        merged.append(letters.pop() if len(letters) == 1 else cls)
-    return "".join(key), "".join(merged)
+def _collapse(classes: str) -> str:
+    """One class for a run of the same class: ll, 롤 + 백 (ㄹ final beside nothing), ss."""
+    return re.sub(r"(.)\1+", r"\1", classes)
 
 
 @functools.lru_cache(maxsize=65536)
-def _hangul_sounds(word: str) -> tuple[str, str]:
+def hangul_key(word: str) -> str:
+    """The consonant-class key of a Hangul word ('' when it holds anything but Hangul syllables); ``_`` first when it
+    starts with a vowel or ㅎ, as an English word that starts with a vowel, h, w or y does (도메인 is not admin)."""
     if not word or not all(_FIRST <= ord(ch) <= _LAST for ch in word):
-        return "", ""
+        return ""
     out = ["_" if _INITIAL[_jamo(word[0])[0]] == "" else ""]
     for ch in word:
         ini, _, fin = _jamo(ch)
         out.append(_INITIAL[ini] + _FINAL[fin])
     return _collapse("".join(out))
-
-
-def hangul_key(word: str) -> str:
-    """The consonant-class key of a Hangul word ('' when it holds anything but Hangul syllables); ``_`` first when it
-    starts with a vowel or ㅎ, as an English word that starts with a vowel, h, w or y does (도메인 is not admin)."""
-    return _hangul_sounds(word)[0]
 
 
 def _english_classes(word: str) -> str:
@@ -91,16 +76,11 @@ def _english_classes(word: str) -> str:
         ch = word[i]
         nxt = word[i + 1] if i + 1 < n else ""
         if ch == "r":
-            # 서버, 에러: an r not before a vowel is not written, nor one before a silent final e (스토어 store)
-            out.append("L" if nxt in _VOWELS and word[i + 1:] != "e" else "")
+            out.append("L" if nxt in _VOWELS else "")  # 서버, 에러: an r not before a vowel is not written
         elif ch == "c":
-            out.append("S" if nxt in "eiy" and nxt else "k")
-        elif ch == "g" and _SOFT_G_END.match(word, i + 1):
-            out.append("j")
-        elif ch == "s" and not (i and word[i - 1] in _VOWELS and nxt in _VOWELS):
-            out.append("s")  # an s between vowels may be a z (유저 user), elsewhere it is ㅅ (패스 pass, not 페이지)
+            out.append("S" if nxt in "eiy" and nxt else "K")
         elif ch == "n" and nxt == "g" and (i + 2 >= n or word[i + 2] not in _VOWELS):
-            out.append("N" if i + 2 >= n else "Ng")  # 킹 king; 잉글리시 English
+            out.append("N" if i + 2 >= n else "NK")  # 킹 king; 잉글리시 English
             i += 2
             continue
         else:
@@ -110,24 +90,12 @@ def _english_classes(word: str) -> str:
 
 
 @functools.lru_cache(maxsize=65536)
-def _english_sounds(word: str) -> tuple[str, str]:
-    if not _EN_WORD.match(word):
-        return "", ""
-    onset = "_" if word[0] in "aeiouyhw" else ""
-    key, sounds = _collapse(_english_classes(re.sub(r"([b-df-hj-np-tv-z])\1", r"\1", word)))
-    return onset + key, onset + sounds
-
-
 def english_key(word: str) -> str:
     """The consonant-class key of a lower-case English word ('' for anything else)."""
-    return _english_sounds(word)[0]
-
-
-def voicing_misses(hangul: str, english: str) -> int:
-    """How many aligned consonants of two words with one key differ within their class: 코드 is code, not good (ㅋ
-    is k, ㄱ g); 노드 is node, not note. A final consonant (받침) is only its class and never differs."""
-    ko, en = _hangul_sounds(hangul)[1], _english_sounds(english)[1]
-    return sum(a != b for a, b in zip(ko, en, strict=False) if a.islower() and b.islower())
+    if not _EN_WORD.match(word):
+        return ""
+    onset = "_" if word[0] in "aeiouyhw" else ""
+    return onset + _collapse(_english_classes(re.sub(r"([b-df-hj-np-tv-z])\1", r"\1", word)))
 
 
 # the English vowel letters each Hangul vowel transcribes (jamo order; ㅓ is every unstressed vowel, ㅡ none)
@@ -149,8 +117,6 @@ def _hangul_vowel_seq(word: str) -> list[str]:
         spell = _VOWEL_SPELLINGS[vow]
         if spell and ini == 11 and open_before and vow == 20:
             out[-1] = _DIPHTHONGS.get(out[-1], out[-1])
-        elif spell and ini == 11 and open_before and vow == 13 and out[-1] == _VOWEL_SPELLINGS[0]:
-            out[-1] = "ou"  # 아우 is the ou of route and the ow of down (라우트, 다운로드)
         elif spell:
             out.append(spell)
         open_before = bool(spell) and fin == 0
@@ -160,27 +126,21 @@ def _hangul_vowel_seq(word: str) -> list[str]:
 def _english_vowel_seq(word: str) -> list[str]:
     """Vowel groups, each with an r that follows it (er, ir and ur are the 어 of 서버 and 버전)."""
     groups = re.findall(r"[aeiouy]+r?", word)
-    if len(groups) > 1 and re.search(r"[^aeiouy]e$", word) and not re.search(r"[aeiouy]re$", word):
-        groups.pop()  # a silent final e; after a vowel and r it is the 어 of 스토어 store and 코어 core
+    if len(groups) > 1 and re.search(r"[^aeiouy]e$", word):
+        groups.pop()  # a silent final e
     return groups
 
 
 def _vowel_cost(spellings: str, group: str) -> float:
-    """0 for a vowel Hangul writes this way, a quarter for a loose fit, 1 for none. Loose: the schwa ㅓ; ㅣ for an e;
-    ㅗ for an a as in 콜 call and ㅔ for one as in 케어 care (세트 is set, not state); an er, ir or ur as anything but
-    ㅓ; a vowel pair's second letter (read is not 로드; oo is a u, as in 루트 root and 훅 hook)."""
+    """0 for a vowel Hangul writes this way, a quarter for a loose fit (the schwa ㅓ, ㅣ for an e), 1 for none."""
     schwa = spellings == _VOWEL_SPELLINGS[4]
     if schwa and re.fullmatch(r"[eiu]r", group):
         return 0.0
     vowels = group.rstrip("r")
-    if vowels == "oo":
-        vowels = "uo"
     letter = next((ch for ch in (vowels[0], vowels[-1]) if ch in spellings), "")
     if not letter:
         return 1.0
-    loose = (schwa and letter not in "ou" or spellings == _VOWEL_SPELLINGS[20] and letter == "e"
-             or spellings in (_VOWEL_SPELLINGS[5], _VOWEL_SPELLINGS[8]) and letter == "a" or letter != vowels[0]
-             or not schwa and re.fullmatch(r"[eiu]r", group) is not None)
+    loose = schwa and letter not in "ou" or spellings == _VOWEL_SPELLINGS[20] and letter == "e"
     return 0.25 if loose else 0.0
 
 
@@ -191,17 +151,6 @@ def likeness(hangul: str, english: str) -> float:
     ko, en = _hangul_vowel_seq(hangul), _english_vowel_seq(english)
     if not ko or not en:
         return 0.0
-    if len(ko) > 1 and _EPENTHETIC_I.search(hangul):
-        # 캐시 cache, 페이지 page: Korean ends a final sh, ch or j with 이; the word may also mean its 이 (택시 taxi)
-        return max(_aligned_likeness(ko, en), _aligned_likeness(ko[:-1], en))
-    return _aligned_likeness(ko, en)
-
-
-# a last syllable 시, 지 or 치 (and their tense forms) after another
-_EPENTHETIC_I = re.compile("[시씨지찌치]$")
-
-
-def _aligned_likeness(ko: list[str], en: list[str]) -> float:
     # cost[i][j]: the first i Hangul vowels against the first j English vowel groups
     cost = [[0.0] * (len(en) + 1) for _ in range(len(ko) + 1)]
     for i in range(len(ko) + 1):
@@ -241,25 +190,12 @@ def may_be_loanword(word: str) -> bool:
 
 
 MIN_LIKENESS = 0.6  # a pair whose vowels are this far apart shares its consonants by chance
-# a key of two classes is shared by many words (코드 code, card, good, get): its vowels must fit closely (chosen by
-# reading the tuning sets' links, not fitted: 스토어 store .88 and 키워드 keyword .88 pass, 읽기 arraylike .67 not)
-MIN_LIKENESS_SHORT = 0.85
-
-
-def min_likeness(key: str) -> float:
-    """The least likeness for a link under ``key``."""
-    return MIN_LIKENESS if len(key.lstrip("_")) > MIN_KEY else MIN_LIKENESS_SHORT
 
 
 def best_spellings(word: str, candidates: Iterable[str], floor: float, english_first: bool = False) -> list[str]:
     """The candidates (filed under ``word``'s key, most used first) whose vowels fit ``word`` best, at least
-    ``floor`` (and, above :data:`MIN_LIKENESS`, whose consonants' voicing all agree): the best one, and another only
-    when it fits as well (케이스: case, cause). ``english_first``:
+    ``floor``: the best one, and another only when it fits as well (롤백: rollback, loopback). ``english_first``:
     ``word`` is English and the candidates Hangul."""
-    pairs = [(word, c) if not english_first else (c, word) for c in candidates]
-    # the vowels first, then the consonants' voicing among words that fit as well
-    scored = [(likeness(*p), -voicing_misses(*p), c) for p, c in zip(pairs, candidates, strict=True)]
-    if floor > MIN_LIKENESS:
-        scored = [x for x in scored if x[1] == 0]  # a short key's word must keep every sound (value is not 플레이어)
-    best = max(((s, v) for s, v, _ in scored), default=(0.0, 0))
-    return [c for s, v, c in scored if (s, v) == best][:2] if best[0] >= floor else []
+    scored = [(likeness(word, c) if not english_first else likeness(c, word), c) for c in candidates]
+    best = max((s for s, _ in scored), default=0.0)
+    return [c for s, c in scored if s == best][:2] if best >= floor else []

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 _HANGUL_WORD = re.compile(r"^[가-힣]{2,}$")
-_LATIN_WORD = re.compile(r"[A-Za-z]{3,}")
+_LATIN_WORD = re.compile(r"[A-Za-z]{4,}")
 
 
 @dataclass(frozen=True)
@@ -131,8 +131,7 @@ def link_expansions(text: str, tokens: Iterable[str], analyzer: Analyzer, keys: 
       변수 -> variable).
 
     One query word's links share ``weight``."""
-    from hanrag.text.english import STOPWORDS
-    from hanrag.text.loanword import best_spellings, english_key, hangul_key, may_be_loanword, min_likeness
+    from hanrag.text.loanword import MIN_LIKENESS, best_spellings, english_key, hangul_key, may_be_loanword
     from hanrag.text.loanword import may_be_sino_korean as sino
 
     channels = set(channels)
@@ -142,8 +141,7 @@ def link_expansions(text: str, tokens: Iterable[str], analyzer: Analyzer, keys: 
         if not _HANGUL_WORD.match(tok):
             continue
         if "loanword" in channels and may_be_loanword(tok):
-            key = hangul_key(tok)
-            spelled = best_spellings(tok, english.get(key, ()), min_likeness(key))
+            spelled = best_spellings(tok, english.get(hangul_key(tok), ()), MIN_LIKENESS)
             targets = [t for t in dict.fromkeys(analyzer.english_token(w) for w in spelled) if t]
             links[tok] = (targets, "loanword")
         elif "hanja" in channels and sino(tok):
@@ -153,10 +151,8 @@ def link_expansions(text: str, tokens: Iterable[str], analyzer: Analyzer, keys: 
             links[tok] = ([t for t in dict.fromkeys(glosses) if t and exists(t)][:2], "hanja")
     if "loanword" in channels:
         for word in dict.fromkeys(w.lower() for w in _LATIN_WORD.findall(text)):
-            if word in STOPWORDS:
-                continue
-            key = english_key(word)
-            links[word] = (best_spellings(word, korean.get(key, ()), min_likeness(key), english_first=True), "loanword")
+            cands = korean.get(english_key(word), ())
+            links[word] = (best_spellings(word, cands, MIN_LIKENESS, english_first=True), "loanword")
     out: dict[str, tuple[float, str]] = {}
     for word, (targets, channel) in links.items():
         targets = [t for t in targets if t not in taken]
