@@ -261,8 +261,8 @@ LINK_RECORDS = {  # fit-ranker-<name>.json: one fit.py run's records per version
 
 
 def records_change(title: str, records: dict[str, str]) -> str:
-    """A change of the protocol's records in the fitting protocol: the rule table and the trees (seeds 0 and 1) held
-    out, on the records of each version (``fit-ranker-<records>[-seed1].json``)."""
+    """What a change did in the fitting protocol: the rule table and the trees (seeds 0 and 1) held out, on the
+    records of each version (``fit-ranker-<records>[-seed1].json``); empty until two versions are on record."""
     runs = {(k, seed): json.loads((RESULTS / f"fit-ranker-{k}{seed}.json").read_text())
             for k in records for seed in ("", "-seed1") if (RESULTS / f"fit-ranker-{k}{seed}.json").exists()}
     first = next(iter(records))
