@@ -257,6 +257,7 @@ CEDICT_RECORDS = {  # fit-ranker-<name>.json: one fit.py run's records per readi
 LINK_RECORDS = {  # fit-ranker-<name>.json: one fit.py run's records per version of the corpus links
     "cedict": "this release",
     "shortkeys": "short loanword keys (1f69425, not adopted)",
+    "cutloanwords": "loanwords Kiwi cuts, linked whole (a0f36c8, not adopted)",
 }
 
 
@@ -329,7 +330,7 @@ def main() -> None:
     print(ensemble())
     print(ts_training())
     print(records_change("Reading CC-CEDICT", CEDICT_RECORDS))
-    print(records_change("Short loanword keys", LINK_RECORDS))
+    print(records_change("Versions of the corpus links", LINK_RECORDS))
 
 
 if __name__ == "__main__":
