@@ -33,6 +33,12 @@ so records made with a feature since dropped or moved still load.
 ``--train-without SET …`` keeps those tuning sets out of every fold's training and out of ``--export``, while each
 is still scored held out: against a run without the option, on the same records, it says what a set's data adds
 to the trees (the TypeScript pair's, docs/evaluation.md).
+
+``--score-also B.npz`` scores a second version's records (the same queries, fit.py run on other code) with each
+fold's rule weights and trees, trained on the first records only. Two versions then meet the same model, so the
+difference is the change's alone, not the trees' draw (which moves a retrained mean by about ±.001, more than a
+change to a few dozen queries' evidence does); ``also`` in the JSON holds its held-out rows and, per set, how many
+queries the change moved and by how much on average.
 """
 
 from __future__ import annotations
@@ -245,6 +251,9 @@ def main() -> None:
                          "gain from a set's data is this run against one without the option")
     ap.add_argument("--ensemble", type=int, default=1,
                     help="the residual trees as the mean of this many boosters, seeds --seed, --seed + 1, …")
+    ap.add_argument("--score-also", type=Path, default=None, metavar="B.npz",
+                    help="another version's records of the same queries, scored held out by the same folds' "
+                         "weights and trees (trained on RECORDS only): a change measured without the trees' draw")
     args = ap.parse_args()
     if args.ensemble < 1:
         ap.error(f"--ensemble must be at least 1, got {args.ensemble}")
@@ -258,6 +267,17 @@ def main() -> None:
         trainable = training_records(records, args.train_without)
     except ValueError as e:
         ap.error(f"--train-without: {e}")
+    other, also = None, None
+    if args.score_also:
+        other, other_measured = load_records(args.score_also)
+        try:
+            same_queries(records, other)
+        except ValueError as e:
+            ap.error(f"--score-also: {e}")
+        for r in other:
+            r["X"][:, [FEATURES.index(f) for f in args.without]] = 0.0
+        also = {"records": str(args.score_also), "commit": other_measured.get("commit"),
+                "uncommitted_changes": other_measured.get("uncommitted_changes"), "held_out": {}, "moved": {}}
     rows: dict[str, dict[str, float]] = {"rule table": {}, "linear": {}, "lambdarank": {}, "lambdarank-residual": {},
                                          KEPT: {}}
     for g in sorted(set(base.values())):
@@ -281,6 +301,14 @@ def main() -> None:
                 test, [score_model(member, h, True) for h in test_heads])
         # the residual trees' scores as a search uses them
         rows[KEPT][g] = mean_ndcg(test, [language_order_kept(h, sc) for h, sc in zip(test_heads, scores, strict=True)])
+        if other is not None:
+            other_test = with_rule([r for r in other if base[r["set"]] == g], alphas)
+            held, moved = scored_alike(model, test, other_test)
+            for k, v in held.items():
+                also["held_out"].setdefault(k, {})[g] = v
+            also["moved"][g] = moved
+            print(f"  {args.score_also.name}: " + "  ".join(f"{k} {v:.3f}" for k, v in held.items())
+                  + f"  ({moved['queries']} queries moved, {moved['mean_change']:+.3f} each)", flush=True)
         print(f"held out {g:<24} " + "  ".join(f"{k} {v[g]:.3f}" for k, v in rows.items())
               + f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
     means = {k: float(np.mean(list(v.values()))) for k, v in rows.items()}
@@ -288,6 +316,10 @@ def main() -> None:
     verdict = {k: preferred(rows[k], rows["rule table"]) for k in rows if k != "rule table"}
     print("replaces the rule table (higher mean, no set losing more than "
           f"{MAX_SET_LOSS}): " + ", ".join(f"{k} {v}" for k, v in verdict.items()))
+    if also is not None:
+        also["mean_held_out_ndcg@10"] = {k: float(np.mean(list(v.values()))) for k, v in also["held_out"].items()}
+        print(f"{args.score_also.name}, same folds' models: " + ", ".join(
+            f"{k} {m:.4f}" for k, m in also["mean_held_out_ndcg@10"].items()))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
@@ -298,9 +330,33 @@ def main() -> None:
             "mean_held_out_ndcg@10": means, "held_out": rows,
             "rule": "a ranker replaces the rule table when its mean is higher and no set loses more than "
                     f"{MAX_SET_LOSS}",
-            "replaces_rule_table": verdict}, indent=1))
+            "replaces_rule_table": verdict, **({"also": also} if also is not None else {})}, indent=1))
     if args.export:
         export(trainable, measured, means, args.export, keep_order(means, verdict), trees, args.seed, args.ensemble)
+
+
+def same_queries(records: list[dict], other: list[dict]) -> None:
+    """Two versions' records are comparable query by query: the same (set, qid) runs in the same order."""
+    a, b = [(r["set"], r["qid"]) for r in records], [(r["set"], r["qid"]) for r in other]
+    if a != b:
+        diff = next((x, y) for x, y in zip(a, b, strict=False) if x != y) if len(a) == len(b) else None
+        raise ValueError(f"not the same query runs ({len(a)} and {len(b)}" + (f"; first apart: {diff}" if diff else "")
+                         + "): run fit.py with the same sets on both versions")
+
+
+def scored_alike(model, test: list[dict], other: list[dict]) -> tuple[dict[str, float], dict[str, float]]:
+    """The held-out rows of ``other`` (another version's records of ``test``'s queries, its rule column recomputed
+    with the fold's weights) under the fold's model, and what the change did to the residual trees per query: how
+    many queries it moved and their mean change (0 when none moved)."""
+    heads = [_head(r) for r in other]
+    scores = [score_model(model, h, True) for h in heads]
+    held = {"rule table": float(np.mean([ndcg(r, r["fused"]) for r in other])),
+            "lambdarank-residual": mean_ndcg(other, scores),
+            KEPT: mean_ndcg(other, [language_order_kept(h, sc) for h, sc in zip(heads, scores, strict=True)])}
+    mine = [ndcg(r, reordered(r, score_model(model, _head(r), True))) for r in test]
+    theirs = [ndcg(r, reordered(r, sc)) for r, sc in zip(other, scores, strict=True)]
+    changes = [b - a for a, b in zip(mine, theirs, strict=True) if b != a]
+    return held, {"queries": len(changes), "mean_change": float(np.mean(changes)) if changes else 0.0}
 
 
 def training_records(records: list[dict], without: list[str]) -> list[dict]:
