@@ -34,11 +34,11 @@ so records made with a feature since dropped or moved still load.
 is still scored held out: against a run without the option, on the same records, it says what a set's data adds
 to the trees (the TypeScript pair's, docs/evaluation.md).
 
-``--score-also B.npz`` scores a second version's records (the same queries, fit.py run on other code) with each
+``--score-also B.npz …`` scores other versions' records (the same queries, fit.py run on other code) with each
 fold's rule weights and trees, trained on the first records only. Two versions then meet the same model, so the
 difference is the change's alone, not the trees' draw (which moves a retrained mean by about ±.001, more than a
-change to a few dozen queries' evidence does); ``also`` in the JSON holds its held-out rows and, per set, how many
-queries the change moved and by how much on average.
+change to a few dozen queries' evidence does); ``also`` in the JSON holds, per version, its held-out rows and, per
+set, how many queries the change moved and by how much on average.
 """
 
 from __future__ import annotations
@@ -251,8 +251,8 @@ def main() -> None:
                          "gain from a set's data is this run against one without the option")
     ap.add_argument("--ensemble", type=int, default=1,
                     help="the residual trees as the mean of this many boosters, seeds --seed, --seed + 1, …")
-    ap.add_argument("--score-also", type=Path, default=None, metavar="B.npz",
-                    help="another version's records of the same queries, scored held out by the same folds' "
+    ap.add_argument("--score-also", type=Path, nargs="*", default=[], metavar="B.npz",
+                    help="other versions' records of the same queries, scored held out by the same folds' "
                          "weights and trees (trained on RECORDS only): a change measured without the trees' draw")
     args = ap.parse_args()
     if args.ensemble < 1:
@@ -267,17 +267,18 @@ def main() -> None:
         trainable = training_records(records, args.train_without)
     except ValueError as e:
         ap.error(f"--train-without: {e}")
-    other, also = None, None
-    if args.score_also:
-        other, other_measured = load_records(args.score_also)
+    versions: list[tuple[list[dict], dict]] = []  # --score-also: (records, what the JSON says of them)
+    for path in args.score_also:
+        other, other_measured = load_records(path)
         try:
             same_queries(records, other)
         except ValueError as e:
-            ap.error(f"--score-also: {e}")
+            ap.error(f"--score-also {path}: {e}")
         for r in other:
             r["X"][:, [FEATURES.index(f) for f in args.without]] = 0.0
-        also = {"records": str(args.score_also), "commit": other_measured.get("commit"),
-                "uncommitted_changes": other_measured.get("uncommitted_changes"), "held_out": {}, "moved": {}}
+        versions.append((other, {"records": str(path), "commit": other_measured.get("commit"),
+                                 "uncommitted_changes": other_measured.get("uncommitted_changes"),
+                                 "held_out": {}, "moved": {}}))
     rows: dict[str, dict[str, float]] = {"rule table": {}, "linear": {}, "lambdarank": {}, "lambdarank-residual": {},
                                          KEPT: {}}
     for g in sorted(set(base.values())):
@@ -301,13 +302,12 @@ def main() -> None:
                 test, [score_model(member, h, True) for h in test_heads])
         # the residual trees' scores as a search uses them
         rows[KEPT][g] = mean_ndcg(test, [language_order_kept(h, sc) for h, sc in zip(test_heads, scores, strict=True)])
-        if other is not None:
-            other_test = with_rule([r for r in other if base[r["set"]] == g], alphas)
-            held, moved = scored_alike(model, test, other_test)
+        for other, also in versions:
+            held, moved = scored_alike(model, test, with_rule([r for r in other if base[r["set"]] == g], alphas))
             for k, v in held.items():
                 also["held_out"].setdefault(k, {})[g] = v
             also["moved"][g] = moved
-            print(f"  {args.score_also.name}: " + "  ".join(f"{k} {v:.3f}" for k, v in held.items())
+            print(f"  {Path(also['records']).name}: " + "  ".join(f"{k} {v:.3f}" for k, v in held.items())
                   + f"  ({moved['queries']} queries moved, {moved['mean_change']:+.3f} each)", flush=True)
         print(f"held out {g:<24} " + "  ".join(f"{k} {v[g]:.3f}" for k, v in rows.items())
               + f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
@@ -316,9 +316,9 @@ def main() -> None:
     verdict = {k: preferred(rows[k], rows["rule table"]) for k in rows if k != "rule table"}
     print("replaces the rule table (higher mean, no set losing more than "
           f"{MAX_SET_LOSS}): " + ", ".join(f"{k} {v}" for k, v in verdict.items()))
-    if also is not None:
+    for _, also in versions:
         also["mean_held_out_ndcg@10"] = {k: float(np.mean(list(v.values()))) for k, v in also["held_out"].items()}
-        print(f"{args.score_also.name}, same folds' models: " + ", ".join(
+        print(f"{Path(also['records']).name}, the same folds' models: " + ", ".join(
             f"{k} {m:.4f}" for k, m in also["mean_held_out_ndcg@10"].items()))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -330,7 +330,7 @@ def main() -> None:
             "mean_held_out_ndcg@10": means, "held_out": rows,
             "rule": "a ranker replaces the rule table when its mean is higher and no set loses more than "
                     f"{MAX_SET_LOSS}",
-            "replaces_rule_table": verdict, **({"also": also} if also is not None else {})}, indent=1))
+            "replaces_rule_table": verdict, **({"also": [a for _, a in versions]} if versions else {})}, indent=1))
     if args.export:
         export(trainable, measured, means, args.export, keep_order(means, verdict), trees, args.seed, args.ensemble)
 
