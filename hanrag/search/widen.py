@@ -265,8 +265,10 @@ class Widener:
                                 sc.link_channels, weights, exists)
         # as for a lexicon term (plan.promote_absent_terms): a query word no chunk holds (오토베큠 over English
         # pages) can only match through its links, which then stand in for it at its full weight
-        def held(word: str) -> bool:  # an English word as the index writes it (stemmed)
-            return exists(word if not word.isascii() else (self.analyzer.english_token(word) or word))
+        def held(word: str) -> bool:  # an English word as the index writes it (stemmed), a Korean one as Kiwi cuts it
+            if word.isascii():
+                return exists(self.analyzer.english_token(word) or word)
+            return all(exists(t) for t in self.analyzer.analyze(word, "ko").tokens)
 
         absent = {word for _, via in links.values() if not held(word := via[5:].rpartition(" (")[0])}
         return {t: (min(1.0, w / sc.link_weight) if via[5:].rpartition(" (")[0] in absent else w, via)

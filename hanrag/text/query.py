@@ -117,6 +117,21 @@ def glossary_expansions(text: str, lang: str, analyzer: Analyzer, glossary: Lexi
     return out
 
 
+def _cut_loanwords(text: str, tokens: list[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """(word, its pieces) for each run of two or three of the query's Hangul tokens that the query writes inside
+    one word: Kiwi cuts a loanword it does not know into nouns it does (커스텀 -> 커스 + 텀, 콜백 -> 콜 + 백), and
+    only the whole spells the English (custom, callback). The longest runs come first."""
+    words = set(re.findall(r"[가-힣]+", text))
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for i in range(len(tokens) - 1):
+        for j in range(i + 2, min(i + 4, len(tokens) + 1)):
+            pieces = tuple(tokens[i:j])
+            word = "".join(pieces)
+            if all(re.fullmatch("[가-힣]+", p) for p in pieces) and any(word in w for w in words):
+                out.append((word, pieces))
+    return sorted(out, key=lambda x: -len(x[1]))
+
+
 def link_expansions(text: str, tokens: Iterable[str], analyzer: Analyzer, keys: Mapping[str, Mapping[str, list[str]]],
                     weight: float, channels: Iterable[str], taken: Mapping[str, float],
                     exists: Callable[[str], bool]) -> dict[str, tuple[float, str]]:
@@ -137,13 +152,28 @@ def link_expansions(text: str, tokens: Iterable[str], analyzer: Analyzer, keys: 
     channels = set(channels)
     english, korean = keys.get("english") or {}, keys.get("korean") or {}
     links: dict[str, tuple[list[str], str]] = {}
-    for tok in dict.fromkeys(tokens):
-        if not _HANGUL_WORD.match(tok):
+
+    def spelled_as(word: str) -> list[str]:
+        spelled = best_spellings(word, english.get(hangul_key(word), ()), MIN_LIKENESS)
+        return [t for t in dict.fromkeys(analyzer.english_token(w) for w in spelled) if t]
+
+    tokens = list(dict.fromkeys(tokens))
+    whole: set[str] = set()  # pieces of a loanword Kiwi cut up (커스 + 텀), linked as the word they spell
+    if "loanword" in channels:
+        from hanrag.text.cedict import hangul_en_dictionary
+
+        for word, pieces in _cut_loanwords(text, tokens):
+            # a piece that is a Sino-Korean word of its own (임계 臨界 of 임계값) makes a compound, not a cut loanword
+            if any(p in hangul_en_dictionary() for p in pieces):
+                continue
+            if not whole.intersection(pieces) and may_be_loanword(word) and (targets := spelled_as(word)):
+                links[word] = (targets, "loanword")
+                whole.update(pieces)
+    for tok in tokens:
+        if not _HANGUL_WORD.match(tok) or tok in whole:
             continue
         if "loanword" in channels and may_be_loanword(tok):
-            spelled = best_spellings(tok, english.get(hangul_key(tok), ()), MIN_LIKENESS)
-            targets = [t for t in dict.fromkeys(analyzer.english_token(w) for w in spelled) if t]
-            links[tok] = (targets, "loanword")
+            links[tok] = (spelled_as(tok), "loanword")
         elif "hanja" in channels and sino(tok):
             from hanrag.text.cedict import hangul_en_dictionary
 
