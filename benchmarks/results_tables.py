@@ -255,9 +255,10 @@ CEDICT_RECORDS = {  # fit-ranker-<name>.json: one fit.py run's records per readi
 
 
 LINK_RECORDS = {  # fit-ranker-<name>.json: one fit.py run's records per version of the corpus links
-    "cedict": "this release",
+    "cedict": "the last release, another machine's indexes",
+    "release-again": "the last release, this machine's indexes",
     "shortkeys": "short loanword keys (1f69425, not adopted)",
-    "cutloanwords": "loanwords Kiwi cuts, linked whole (a0f36c8, not adopted)",
+    "cutloanwords": "loanwords Kiwi cuts, linked whole (a0f36c8, adopted)",
 }
 
 
@@ -280,6 +281,31 @@ def records_change(title: str, records: dict[str, str]) -> str:
         for k, label in records.items():
             if (k, seed) in runs:
                 lines.append(held_out_row((f"trees, {name}", label), runs[(k, seed)], "lambdarank-residual", sets))
+    return "\n".join(lines) + "\n"
+
+
+def same_models(title: str, name: str, labels: dict[str, str]) -> str:
+    """Versions of the code scored by one run's fold models (``fit_ranker.py R --score-also B …``, seeds 0 and 1):
+    the held-out means of the rule table and the residual trees, and how many queries each version moved and their
+    mean change, with no draw of the trees between the rows."""
+    runs = [(seed, json.loads((RESULTS / f"fit-ranker-{name}{seed}.json").read_text()))
+            for seed in ("", "-seed1") if (RESULTS / f"fit-ranker-{name}{seed}.json").exists()]
+    if not runs:
+        return ""
+    lines = [f"{title}, nDCG@10 held out: `fit-ranker-{name}[-seed1].json` (fold models trained on the records of "
+             f"{runs[0][1]['commit'][:7]}, `also`: other versions' records scored by them)", "",
+             "| seed | records | rule table | trees | queries moved | their mean change |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for _seed, run in runs:
+        m = run["mean_held_out_ndcg@10"]
+        lines.append(f"| {run['seed']} | {labels.get(run['commit'][:7], run['commit'][:7])} | {m['rule table']:.4f} | "
+                     f"{m['lambdarank-residual']:.4f} | | |")
+        for also in run.get("also", []):
+            a, moved = also["mean_held_out_ndcg@10"], also["moved"].values()
+            n = sum(v["queries"] for v in moved)
+            change = sum(v["queries"] * v["mean_change"] for v in moved) / n if n else 0.0
+            lines.append(f"| {run['seed']} | {labels.get(also['commit'][:7], also['commit'][:7])} | "
+                         f"{a['rule table']:.4f} | {a['lambdarank-residual']:.4f} | {n} | {change:+.3f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -331,6 +357,9 @@ def main() -> None:
     print(ts_training())
     print(records_change("Reading CC-CEDICT", CEDICT_RECORDS))
     print(records_change("Versions of the corpus links", LINK_RECORDS))
+    print(same_models("Versions of the corpus links under the same models", "release-again",
+                      {"d8ecdc9": "the last release", "a0f36c8": "loanwords Kiwi cuts, linked whole (adopted)",
+                       "1f69425": "short loanword keys (not adopted)"}))
 
 
 if __name__ == "__main__":
