@@ -139,7 +139,8 @@ def link_expansions(text: str, tokens: Iterable[str], analyzer: Analyzer, keys: 
     (weight, ``link:<word> (<channel>)``), none of ``taken``.
 
     * a Korean loanword of the query (``tokens``) -> the corpus's English words with its consonant key, the vowels
-      choosing among them (오토베큠 -> autovacuum);
+      choosing among them (오토베큠 -> autovacuum); one that Kiwi cut into pieces links as the whole word the query
+      writes (커스텀, not 커스 + 텀: :func:`_cut_loanwords`);
     * an English word of the query (``text``) -> the corpus's Korean loanwords the same way (deployment ->
       디플로이먼트);
     * a Sino-Korean word -> CC-CEDICT's English glosses of its Han words that the index holds (``exists``:
