@@ -268,7 +268,8 @@ class Widener:
         def held(word: str) -> bool:  # an English word as the index writes it (stemmed), a Korean one as Kiwi cuts it
             if word.isascii():
                 return exists(self.analyzer.english_token(word) or word)
-            return all(exists(t) for t in self.analyzer.analyze(word, "ko").tokens)
+            # a word the index holds whole needs no second Kiwi pass on the query's hot path
+            return exists(word) or all(exists(t) for t in self.analyzer.analyze(word, "ko").tokens)
 
         absent = {word for _, via in links.values() if not held(word := via[5:].rpartition(" (")[0])}
         return {t: (min(1.0, w / sc.link_weight) if via[5:].rpartition(" (")[0] in absent else w, via)

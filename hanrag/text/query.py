@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 _HANGUL_WORD = re.compile(r"^[가-힣]{2,}$")
 _LATIN_WORD = re.compile(r"[A-Za-z]{4,}")
+_HANGUL_RUN = re.compile(r"[가-힣]+")
 
 
 @dataclass(frozen=True)
@@ -121,13 +122,13 @@ def _cut_loanwords(text: str, tokens: list[str]) -> list[tuple[str, tuple[str, .
     """(word, its pieces) for each run of two or three of the query's Hangul tokens that the query writes inside
     one word: Kiwi cuts a loanword it does not know into nouns it does (커스텀 -> 커스 + 텀, 콜백 -> 콜 + 백), and
     only the whole spells the English (custom, callback). The longest runs come first."""
-    words = set(re.findall(r"[가-힣]+", text))
+    words = set(_HANGUL_RUN.findall(text))
     out: list[tuple[str, tuple[str, ...]]] = []
     for i in range(len(tokens) - 1):
         for j in range(i + 2, min(i + 4, len(tokens) + 1)):
             pieces = tuple(tokens[i:j])
             word = "".join(pieces)
-            if all(re.fullmatch("[가-힣]+", p) for p in pieces) and any(word in w for w in words):
+            if all(_HANGUL_RUN.fullmatch(p) for p in pieces) and any(word in w for w in words):
                 out.append((word, pieces))
     return sorted(out, key=lambda x: -len(x[1]))
 
@@ -147,6 +148,7 @@ def link_expansions(text: str, tokens: Iterable[str], analyzer: Analyzer, keys: 
       변수 -> variable).
 
     One query word's links share ``weight``."""
+    from hanrag.text.cedict import hangul_en_dictionary
     from hanrag.text.loanword import MIN_LIKENESS, best_spellings, english_key, hangul_key, may_be_loanword
     from hanrag.text.loanword import may_be_sino_korean as sino
 
@@ -161,8 +163,6 @@ def link_expansions(text: str, tokens: Iterable[str], analyzer: Analyzer, keys: 
     tokens = list(dict.fromkeys(tokens))
     whole: set[str] = set()  # pieces of a loanword Kiwi cut up (커스 + 텀), linked as the word they spell
     if "loanword" in channels:
-        from hanrag.text.cedict import hangul_en_dictionary
-
         for word, pieces in _cut_loanwords(text, tokens):
             # a piece that is a Sino-Korean word of its own (임계 臨界 of 임계값) makes a compound, not a cut loanword
             if any(p in hangul_en_dictionary() for p in pieces):
@@ -176,8 +176,6 @@ def link_expansions(text: str, tokens: Iterable[str], analyzer: Analyzer, keys: 
         if "loanword" in channels and may_be_loanword(tok):
             links[tok] = (spelled_as(tok), "loanword")
         elif "hanja" in channels and sino(tok):
-            from hanrag.text.cedict import hangul_en_dictionary
-
             glosses = (analyzer.english_token(w) for w in hangul_en_dictionary().get(tok, ()))
             links[tok] = ([t for t in dict.fromkeys(glosses) if t and exists(t)][:2], "hanja")
     if "loanword" in channels:
