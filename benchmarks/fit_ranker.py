@@ -140,9 +140,14 @@ def _head(rec: dict, n: int = HEAD) -> dict:
             "bn": rec["bn"][keep], "dn": rec["dn"][keep], "docs": [rec["docs"][i] for i in keep]}
 
 
+def query_ndcgs(test: list[dict], head_scores: list[np.ndarray]) -> list[float]:
+    """Each held-out query's nDCG@10 with its head in the order of its scores (:func:`reordered`)."""
+    return [ndcg(r, reordered(r, s)) for r, s in zip(test, head_scores, strict=True)]
+
+
 def mean_ndcg(test: list[dict], head_scores: list[np.ndarray]) -> float:
-    """The held-out set's mean nDCG@10 with each query's head in the order of its scores (:func:`reordered`)."""
-    return float(np.mean([ndcg(r, reordered(r, s)) for r, s in zip(test, head_scores, strict=True)]))
+    """The held-out set's mean nDCG@10 with each query's head in the order of its scores."""
+    return float(np.mean(query_ndcgs(test, head_scores)))
 
 
 def reordered(rec: dict, head_scores: np.ndarray) -> np.ndarray:
@@ -295,7 +300,8 @@ def main() -> None:
         rows["lambdarank"][g] = mean_ndcg(test, [score_model(plain, h, False) for h in test_heads])
         model = train_ensemble(heads, True, args.seed, args.ensemble, trees)
         scores = [score_model(model, h, True) for h in test_heads]
-        rows["lambdarank-residual"][g] = mean_ndcg(test, scores)
+        per_query = query_ndcgs(test, scores)
+        rows["lambdarank-residual"][g] = float(np.mean(per_query))
         # an ensemble's boosters one by one: the single draws its mean is compared with, from the same run
         for i, member in enumerate(getattr(model, "models", [])):
             rows.setdefault(f"lambdarank-residual, seed {args.seed + i}", {})[g] = mean_ndcg(
@@ -303,7 +309,7 @@ def main() -> None:
         # the residual trees' scores as a search uses them
         rows[KEPT][g] = mean_ndcg(test, [language_order_kept(h, sc) for h, sc in zip(test_heads, scores, strict=True)])
         for other, also in versions:
-            held, moved = scored_alike(model, test, with_rule([r for r in other if base[r["set"]] == g], alphas))
+            held, moved = scored_alike(model, per_query, with_rule([r for r in other if base[r["set"]] == g], alphas))
             for k, v in held.items():
                 also["held_out"].setdefault(k, {})[g] = v
             also["moved"][g] = moved
@@ -344,17 +350,17 @@ def same_queries(records: list[dict], other: list[dict]) -> None:
                          + "): run fit.py with the same sets on both versions")
 
 
-def scored_alike(model, test: list[dict], other: list[dict]) -> tuple[dict[str, float], dict[str, float]]:
-    """The held-out rows of ``other`` (another version's records of ``test``'s queries, its rule column recomputed
-    with the fold's weights) under the fold's model, and what the change did to the residual trees per query: how
-    many queries it moved and their mean change (0 when none moved)."""
+def scored_alike(model, mine: list[float], other: list[dict]) -> tuple[dict[str, float], dict[str, float]]:
+    """The held-out rows of ``other`` (another version's records of the held-out queries, its rule column
+    recomputed with the fold's weights) under the fold's model, and what the change did to the residual trees per
+    query against ``mine`` (each query's nDCG@10 on the first records): how many queries it moved and their mean
+    change (0 when none moved)."""
     heads = [_head(r) for r in other]
     scores = [score_model(model, h, True) for h in heads]
+    theirs = query_ndcgs(other, scores)
     held = {"rule table": float(np.mean([ndcg(r, r["fused"]) for r in other])),
-            "lambdarank-residual": mean_ndcg(other, scores),
+            "lambdarank-residual": float(np.mean(theirs)),
             KEPT: mean_ndcg(other, [language_order_kept(h, sc) for h, sc in zip(heads, scores, strict=True)])}
-    mine = [ndcg(r, reordered(r, score_model(model, _head(r), True))) for r in test]
-    theirs = [ndcg(r, reordered(r, sc)) for r, sc in zip(other, scores, strict=True)]
     changes = [b - a for a, b in zip(mine, theirs, strict=True) if b != a]
     return held, {"queries": len(changes), "mean_change": float(np.mean(changes)) if changes else 0.0}
 

@@ -288,15 +288,15 @@ def same_models(title: str, name: str, labels: dict[str, str]) -> str:
     """Versions of the code scored by one run's fold models (``fit_ranker.py R --score-also B …``, seeds 0 and 1):
     the held-out means of the rule table and the residual trees, and how many queries each version moved and their
     mean change, with no draw of the trees between the rows."""
-    runs = [(seed, json.loads((RESULTS / f"fit-ranker-{name}{seed}.json").read_text()))
+    runs = [json.loads((RESULTS / f"fit-ranker-{name}{seed}.json").read_text())
             for seed in ("", "-seed1") if (RESULTS / f"fit-ranker-{name}{seed}.json").exists()]
     if not runs:
         return ""
     lines = [f"{title}, nDCG@10 held out: `fit-ranker-{name}[-seed1].json` (fold models trained on the records of "
-             f"{runs[0][1]['commit'][:7]}, `also`: other versions' records scored by them)", "",
+             f"{runs[0]['commit'][:7]}, `also`: other versions' records scored by them)", "",
              "| seed | records | rule table | trees | queries moved | their mean change |",
              "| --- | --- | ---: | ---: | ---: | ---: |"]
-    for _seed, run in runs:
+    for run in runs:
         m = run["mean_held_out_ndcg@10"]
         lines.append(f"| {run['seed']} | {labels.get(run['commit'][:7], run['commit'][:7])} | {m['rule table']:.4f} | "
                      f"{m['lambdarank-residual']:.4f} | | |")

@@ -32,7 +32,9 @@ def _run(qid: str, scores: list[float], rel: dict[str, int]) -> dict:
 def test_the_same_model_scores_both_versions_and_counts_the_queries_the_change_moved() -> None:
     before = fit_ranker.with_rule([_run("q1", [.9, .5, .1], {"d1": 2}), _run("q2", [.9, .5, .1], {"d0": 2})], {})
     after = fit_ranker.with_rule([_run("q1", [.4, .8, .1], {"d1": 2}), _run("q2", [.9, .5, .1], {"d0": 2})], {})
-    held, moved = fit_ranker.scored_alike(Unmoved(), before, after)
+    mine = fit_ranker.query_ndcgs(before, [fit_ranker.score_model(Unmoved(), fit_ranker._head(r), True)
+                                           for r in before])
+    held, moved = fit_ranker.scored_alike(Unmoved(), mine, after)
     assert held["rule table"] == pytest.approx(1.0) and held["lambdarank-residual"] == pytest.approx(1.0)
     first = fit_ranker.ndcg(before[0], before[0]["fused"])
     assert first < 1.0
