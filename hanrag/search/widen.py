@@ -261,11 +261,8 @@ class Widener:
         def exists(tok: str) -> bool:
             return bool(self.backend.sparse_search({tok: 1.0}, 1))
 
-        def rarity(tok: str) -> float:
-            return self.backend.sparse_ceiling({tok: 1.0})  # its idf, on every backend's BM25
-
         links = link_expansions(plan.query, plan.tokens, self.analyzer, self.sound_keys, sc.link_weight,
-                                sc.link_channels, weights, exists, rarity)
+                                sc.link_channels, weights, exists)
         # as for a lexicon term (plan.promote_absent_terms): a query word no chunk holds (오토베큠 over English
         # pages) can only match through its links, which then stand in for it at its full weight
         def held(word: str) -> bool:  # an English word as the index writes it (stemmed), a Korean one as Kiwi cuts it

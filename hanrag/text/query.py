@@ -135,8 +135,7 @@ def _cut_loanwords(text: str, tokens: list[str]) -> list[tuple[str, tuple[str, .
 
 def link_expansions(text: str, tokens: Iterable[str], analyzer: Analyzer, keys: Mapping[str, Mapping[str, list[str]]],
                     weight: float, channels: Iterable[str], taken: Mapping[str, float],
-                    exists: Callable[[str], bool], rarity: Callable[[str], float] | None = None
-                    ) -> dict[str, tuple[float, str]]:
+                    exists: Callable[[str], bool]) -> dict[str, tuple[float, str]]:
     """BM25 expansion across Korean and English from the index's sound keys (:mod:`hanrag.index.links`): token ->
     (weight, ``link:<word> (<channel>)``), none of ``taken``.
 
@@ -146,8 +145,7 @@ def link_expansions(text: str, tokens: Iterable[str], analyzer: Analyzer, keys: 
     * an English word of the query (``text``) -> the corpus's Korean loanwords the same way (deployment ->
       디플로이먼트);
     * a Sino-Korean word -> CC-CEDICT's English glosses of its Han words that the index holds (``exists``:
-      변수 -> variable), the two this corpus uses most first (``rarity``, its idf; without it, in CC-CEDICT's
-      order).
+      변수 -> variable).
 
     One query word's links share ``weight``."""
     from hanrag.text.cedict import hangul_en_dictionary
@@ -179,10 +177,7 @@ def link_expansions(text: str, tokens: Iterable[str], analyzer: Analyzer, keys: 
             links[tok] = (spelled_as(tok), "loanword")
         elif "hanja" in channels and sino(tok):
             glosses = (analyzer.english_token(w) for w in hangul_en_dictionary().get(tok, ()))
-            held = [t for t in dict.fromkeys(glosses) if t and exists(t)]
-            # a reading's homophones and a Han word's rarer senses (변수: 邊陲 frontier before 變數 variable) are
-            # what a corpus about the subject seldom writes; a rare word is also the one a wrong link weighs most
-            links[tok] = ((sorted(held, key=rarity) if rarity else held)[:2], "hanja")
+            links[tok] = ([t for t in dict.fromkeys(glosses) if t and exists(t)][:2], "hanja")
     if "loanword" in channels:
         for word in dict.fromkeys(w.lower() for w in _LATIN_WORD.findall(text)):
             cands = korean.get(english_key(word), ())

@@ -6,7 +6,6 @@ import pytest
 
 from hanrag.config import Config
 from hanrag.text import get_analyzer
-from hanrag.text.cedict import hangul_en_dictionary
 from hanrag.text.loanword import english_key
 from hanrag.text.query import _cut_loanwords, link_expansions
 
@@ -52,19 +51,3 @@ def test_a_compound_of_a_sino_korean_word_is_not_a_cut_loanword(analyzer) -> Non
     # 임계값 (threshold) is 임계 臨界 + 값: its own channels read it, not a loanword key (imagefeature)
     links = _links(analyzer, "소프트 축출 임계값", "imagefeature", "soft")
     assert not any(via.startswith("link:임계값") for _, via in links.values())
-
-
-def test_a_sino_korean_word_links_to_the_glosses_its_corpus_uses_most(analyzer) -> None:
-    # 변경 reads 邊境 (border, frontier) before 變更 (change, modify) in CC-CEDICT's order; a corpus about software
-    # writes change and modify, and a border page once
-    df = {analyzer.english_token(w): n for w, n in
-          (("border", 1), ("frontier", 1), ("change", 40), ("modify", 12))}
-    glosses = [analyzer.english_token(g) for g in hangul_en_dictionary()["변경"]]
-    assert glosses.index(analyzer.english_token("border")) < glosses.index(analyzer.english_token("change"))
-
-    def links(rarity=None) -> set[str]:
-        return set(link_expansions("설정 변경", ["설정", "변경"], analyzer, {}, 1.0, ["hanja"], {"설정": 1.0},
-                                   lambda t: t in df, rarity))
-
-    assert links() == {analyzer.english_token("border"), analyzer.english_token("frontier")}
-    assert links(lambda t: 1.0 / df[t]) == {analyzer.english_token("change"), analyzer.english_token("modify")}
