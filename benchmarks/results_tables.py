@@ -259,6 +259,7 @@ LINK_RECORDS = {  # fit-ranker-<name>.json: one fit.py run's records per version
     "release-again": "the last release, this machine's indexes",
     "shortkeys": "short loanword keys (1f69425, not adopted)",
     "cutloanwords": "loanwords Kiwi cuts, linked whole (a0f36c8, adopted)",
+    "glosscommon": "a Sino-Korean word's commonest glosses (afbb690, not adopted)",
 }
 
 
@@ -360,6 +361,9 @@ def main() -> None:
     print(same_models("Versions of the corpus links under the same models", "release-again",
                       {"d8ecdc9": "the last release", "a0f36c8": "loanwords Kiwi cuts, linked whole (adopted)",
                        "1f69425": "short loanword keys (not adopted)"}))
+    print(same_models("A Sino-Korean word's commonest glosses under the same models", "glosscommon",
+                      {"afbb690": "commonest glosses (not adopted)",
+                       "a0f36c8": "this release's code (loanwords Kiwi cuts, linked whole)"}))
 
 
 if __name__ == "__main__":
