@@ -331,21 +331,21 @@ def ensemble(name: str = "fit-ranker-ensemble3.json") -> str:
 
 def main() -> None:
     for metric in ("ndcg@10", "mrr@10"):
-        print(table("Each set alone", "quality-cedict-standalone.json", "quality-ts-standalone.json",
+        print(table("Each set alone", "quality-cut-standalone.json", "quality-cedict-standalone.json",
                     "standalone", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("MIXED, one index of every corpus, the first 300 queries of a set (`<set> pooled`: with the "
-                    "pooled judgments of eval/pooled/)", "quality-cedict-mixed.json", "quality-ts-mixed.json",
+                    "pooled judgments of eval/pooled/)", "quality-cut-mixed.json", "quality-cedict-mixed.json",
                     "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The React pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-cedict-react.json", "quality-ts-react.json", "mixed", metric))
+                    "quality-cut-react.json", "quality-cedict-react.json", "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The Vue pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-cedict-vue.json", "quality-ts-vue.json", "mixed", metric))
+                    "quality-cut-vue.json", "quality-cedict-vue.json", "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(table("The TypeScript pair in one index (`<set> pooled`: with eval/pooled/'s judgments)",
-                    "quality-cedict-pair.json", "quality-ts-pair.json", "mixed", metric))
+                    "quality-cut-pair.json", "quality-cedict-pair.json", "mixed", metric))
     for metric in ("ndcg@10", "mrr@10"):
         print(fresh_pair(metric))
     print(encoders())
