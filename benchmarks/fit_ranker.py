@@ -263,9 +263,7 @@ def main() -> None:
     if args.ensemble < 1:
         ap.error(f"--ensemble must be at least 1, got {args.ensemble}")
     trees = {"num_leaves": args.leaves, "min_data_in_leaf": args.min_leaf, "rounds": args.rounds}
-    records, measured = load_records(args.records)
-    for r in records:
-        r["X"][:, [FEATURES.index(f) for f in args.without]] = 0.0
+    records, measured = load_records_without(args.records, args.without)
     cells = sorted({r["cell"] for r in records})
     base = {r["set"]: r["set"].removeprefix("MIXED:") for r in records}
     try:
@@ -274,13 +272,11 @@ def main() -> None:
         ap.error(f"--train-without: {e}")
     versions: list[tuple[list[dict], dict]] = []  # --score-also: (records, what the JSON says of them)
     for path in args.score_also:
-        other, other_measured = load_records(path)
+        other, other_measured = load_records_without(path, args.without)
         try:
             same_queries(records, other)
         except ValueError as e:
             ap.error(f"--score-also {path}: {e}")
-        for r in other:
-            r["X"][:, [FEATURES.index(f) for f in args.without]] = 0.0
         versions.append((other, {"records": str(path), "commit": other_measured.get("commit"),
                                  "uncommitted_changes": other_measured.get("uncommitted_changes"),
                                  "held_out": {}, "moved": {}}))
@@ -339,6 +335,14 @@ def main() -> None:
             "replaces_rule_table": verdict, **({"also": [a for _, a in versions]} if versions else {})}, indent=1))
     if args.export:
         export(trainable, measured, means, args.export, keep_order(means, verdict), trees, args.seed, args.ensemble)
+
+
+def load_records_without(path: Path, without: list[str]) -> tuple[list[dict], dict]:
+    """:func:`load_records`, the ``--without`` features zeroed in every candidate (each version alike)."""
+    records, measured = load_records(path)
+    for r in records:
+        r["X"][:, [FEATURES.index(f) for f in without]] = 0.0
+    return records, measured
 
 
 def same_queries(records: list[dict], other: list[dict]) -> None:
