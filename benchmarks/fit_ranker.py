@@ -263,6 +263,9 @@ def main() -> None:
     if args.ensemble < 1:
         ap.error(f"--ensemble must be at least 1, got {args.ensemble}")
     trees = {"num_leaves": args.leaves, "min_data_in_leaf": args.min_leaf, "rounds": args.rounds}
+    for path in (args.records, *args.score_also):
+        if not path.is_file():
+            ap.error(f"no records file {path} (fit.py --records writes one)")
     records, measured = load_records_without(args.records, args.without)
     cells = sorted({r["cell"] for r in records})
     base = {r["set"]: r["set"].removeprefix("MIXED:") for r in records}

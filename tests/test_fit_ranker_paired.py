@@ -48,3 +48,14 @@ def test_versions_of_other_queries_are_refused() -> None:
         fit_ranker.same_queries(a, [_run("q1", [.5], {}), _run("q3", [.5], {})])
     with pytest.raises(ValueError, match="not the same query runs"):
         fit_ranker.same_queries(a, a[:1])
+
+
+def test_a_missing_records_file_is_named_not_a_traceback(tmp_path: Path) -> None:
+    import subprocess
+
+    script = Path(fit_ranker.__file__)
+    missing = tmp_path / "other.npz"
+    done = subprocess.run([sys.executable, str(script), str(missing), "--score-also", str(missing)],
+                          capture_output=True, text=True, cwd=script.parent)
+    assert done.returncode == 2
+    assert f"no records file {missing}" in done.stderr and "Traceback" not in done.stderr
